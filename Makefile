@@ -1,0 +1,57 @@
+# hakmem — top-level build.
+#   make            release build/libhakmem.so, build/libhakmem.a, build/hakmem
+#   make debug      build/debug/   (-O0 -g, internal assertions)
+#   make asan       build/asan/    (ASan+UBSan, hak_ prefix only: no malloc override)
+#   make tsan       build/tsan/    (TSan, hak_ prefix only)
+#   make test       all tests (tests/run.sh), ends with "N passed, M failed"
+#   make bench      the peer comparison (scripts/bench.sh)
+#   make install PREFIX=/usr/local
+CC      ?= cc
+CXX     ?= c++
+PREFIX  ?= /usr/local
+BUILD   := build
+
+# The library is compiled as one translation unit (src/unity.c) so the
+# fast paths inline across files; the individual files stay the source.
+SRCS    := $(wildcard src/*.c)
+HDRS    := $(wildcard src/*.h) include/hakmem.h
+LIB_CFLAGS_COMMON := -std=gnu11 -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+  -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc \
+  -fno-plt -Wall -Wextra -Wno-unused-parameter -Wno-missing-attributes -Iinclude -Isrc -pthread
+RELEASE_CFLAGS := -O2 -g -DNDEBUG $(LIB_CFLAGS_COMMON)
+DEBUG_CFLAGS   := -O0 -g3 -DHAK_DEBUG=2 $(LIB_CFLAGS_COMMON)
+ASAN_CFLAGS    := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DHAK_DEBUG=1 -DHAK_NO_OVERRIDE $(LIB_CFLAGS_COMMON)
+TSAN_CFLAGS    := -O1 -g -fsanitize=thread -DHAK_DEBUG=1 -DHAK_NO_OVERRIDE $(LIB_CFLAGS_COMMON)
+LIB_LDFLAGS    := -shared -pthread -Wl,-z,now -Wl,--version-script=src/exports.map -Wl,-soname,libhakmem.so
+
+.PHONY: all debug asan tsan test bench install clean
+all: $(BUILD)/libhakmem.so $(BUILD)/libhakmem.a $(BUILD)/hakmem
+
+define variant
+$(1)/unity.o: $(SRCS) $(HDRS) Makefile
+	@mkdir -p $(1)
+	$$(CC) $(2) -c src/unity.c -o $$@
+$(1)/libhakmem.so: $(1)/unity.o src/exports.map
+	$$(CC) $(LIB_LDFLAGS) $(3) $$< -o $$@
+$(1)/libhakmem.a: $(1)/unity.o
+	rm -f $$@ && ar rcs $$@ $$<
+endef
+$(eval $(call variant,$(BUILD),$(RELEASE_CFLAGS),))
+$(eval $(call variant,$(BUILD)/debug,$(DEBUG_CFLAGS),))
+$(eval $(call variant,$(BUILD)/asan,$(ASAN_CFLAGS),-fsanitize=address,undefined))
+$(eval $(call variant,$(BUILD)/tsan,$(TSAN_CFLAGS),-fsanitize=thread))
+
+debug: $(BUILD)/debug/libhakmem.so $(BUILD)/debug/libhakmem.a
+asan:  $(BUILD)/asan/libhakmem.a
+tsan:  $(BUILD)/tsan/libhakmem.a
+
+$(BUILD)/hakmem: tools/hakmem.in
+	@mkdir -p $(BUILD)
+	sed -e 's|@LIBDIR_DEFAULT@||' $< > $@ && chmod +x $@
+
+clean:
+	rm -rf $(BUILD)
+
+-include tests/tests.mk
+-include bench/bench.mk
+-include pkg/install.mk

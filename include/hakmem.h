@@ -1,0 +1,78 @@
+/* hakmem — a fast, memory-lean general-purpose allocator for Linux.
+ *
+ * This is hakmem's only public header.  Linking libhakmem (or preloading
+ * libhakmem.so) replaces malloc/free and friends; the hak_-prefixed entry
+ * points below work without overriding the system allocator. */
+#ifndef HAKMEM_H
+#define HAKMEM_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <malloc.h>   /* struct mallinfo2 */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HAKMEM_VERSION_MAJOR 0
+#define HAKMEM_VERSION_MINOR 1
+#define HAKMEM_VERSION_PATCH 0
+#define HAKMEM_VERSION "0.1.0"
+
+#if defined(__GNUC__)
+#define HAK_EXPORT __attribute__((visibility("default")))
+#define HAK_MALLOC_ATTR __attribute__((malloc, warn_unused_result))
+#else
+#define HAK_EXPORT
+#define HAK_MALLOC_ATTR
+#endif
+
+/* ---- the standard API, prefixed (glibc semantics) ---- */
+HAK_EXPORT HAK_MALLOC_ATTR void* hak_malloc(size_t size);
+HAK_EXPORT HAK_MALLOC_ATTR void* hak_calloc(size_t count, size_t size);
+HAK_EXPORT void* hak_realloc(void* p, size_t size);
+HAK_EXPORT void* hak_reallocarray(void* p, size_t count, size_t size);
+HAK_EXPORT void  hak_free(void* p);
+HAK_EXPORT void  hak_free_sized(void* p, size_t size);   /* size as requested */
+HAK_EXPORT int   hak_posix_memalign(void** out, size_t alignment, size_t size);
+HAK_EXPORT HAK_MALLOC_ATTR void* hak_aligned_alloc(size_t alignment, size_t size);
+HAK_EXPORT HAK_MALLOC_ATTR void* hak_memalign(size_t alignment, size_t size);
+HAK_EXPORT HAK_MALLOC_ATTR void* hak_valloc(size_t size);
+HAK_EXPORT HAK_MALLOC_ATTR void* hak_pvalloc(size_t size);
+HAK_EXPORT size_t hak_malloc_usable_size(const void* p);
+HAK_EXPORT int   hak_malloc_trim(size_t pad);
+HAK_EXPORT void  hak_malloc_stats(void);
+HAK_EXPORT struct mallinfo2 hak_mallinfo2(void);
+
+/* ---- hakmem's own calls ---- */
+
+/* Nonzero when p is the start of a live block handed out by hakmem. */
+HAK_EXPORT int hak_owns(const void* p);
+
+/* Return cached and empty memory to the OS now (as malloc_trim(0)). */
+HAK_EXPORT void hak_collect(void);
+
+/* Print the statistics report (per-class counts, OS calls and bytes, peak
+ * mapped and peak RSS) to `out` (stderr when NULL). */
+HAK_EXPORT void hakmem_stats_print(FILE* out);
+
+/* Counters of the OS module: every mmap/munmap/madvise/mprotect/mremap hakmem
+ * made, and the bytes they covered. */
+typedef struct hak_os_stats_s {
+  size_t mmap_calls, munmap_calls, madvise_calls, mprotect_calls, mremap_calls;
+  size_t mmap_bytes, munmap_bytes, madvise_bytes;
+  size_t mapped_bytes;        /* currently mapped by hakmem */
+  size_t peak_mapped_bytes;   /* high-water mark of mapped_bytes */
+} hak_os_stats_t;
+HAK_EXPORT void hak_os_stats(hak_os_stats_t* out);
+
+/* Value of an option as in effect (after profile and environment), or -1 when
+ * `name` (e.g. "HAKMEM_DECOMMIT") is unknown. */
+HAK_EXPORT long long hak_option_get(const char* name);
+
+HAK_EXPORT const char* hak_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HAKMEM_H */

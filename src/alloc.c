@@ -1,0 +1,188 @@
+/* The public entry points (hak_*): the inline malloc and free fast paths and
+ * the calls built on them.  A fast path touches only the thread's heap and
+ * the block's slab; every miss goes to the out-of-line paths in heap.c. */
+#include "internal.h"
+#include <errno.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- fast paths */
+hak_inline void* hak_malloc_inline(size_t n) {
+  hak_heap_t* h = hak_heap_get();
+  size_t cls;
+  if (hak_likely(n <= HAK_SMALL_FAST_MAX)) cls = hak_class_of_small(n);
+  else if (n <= HAK_MEDIUM_MAX) cls = hak_class_of(n);
+  else return _hak_malloc_generic(h, n, 0);
+  hak_slab_t* s = h->cur[cls];
+  hak_block_t* b = s->free;
+  if (hak_likely(b != NULL)) {
+    s->free = b->next;
+    s->used++;
+    b->cookie = 0;
+    h->nmalloc[cls]++;
+    return b;
+  }
+  return _hak_malloc_generic(h, n, 0);
+}
+
+/* One test for the common case: the block's slab is owned by this thread's
+ * heap and not full.  The block must also be a block start (division-free
+ * modulo), already carved, and not carry the free cookie. */
+hak_inline void hak_free_inline(void* p, const char* op) {
+  if (hak_likely(hak_segmap_contains(p))) {
+    hak_heap_t* h = hak_heap_get();
+    hak_segment_t* seg = hak_segment_of(p);
+    hak_slab_t* s = &seg->slabs[((uintptr_t)p >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
+    if (hak_likely(hak_load_relaxed(&s->xowner) == (uintptr_t)h)) {
+      hak_block_t* b = (hak_block_t*)p;
+      uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
+      if (hak_likely(off < s->bump && ((off * s->recip) >> 48) * s->bsize == off &&
+                     b->cookie != hak_cookie(b))) {
+        b->next = s->free;
+        b->cookie = hak_cookie(b);
+        s->free = b;
+        if (hak_likely(--s->used != 0)) return;
+        _hak_slab_emptied(h, s);
+        return;
+      }
+    }
+  }
+  _hak_free_generic(p, op);
+}
+
+/* ---------------------------------------------------------------- API */
+hak_api void* hak_malloc(size_t n) { return hak_malloc_inline(n); }
+hak_api void hak_free(void* p) { hak_free_inline(p, "free"); }
+hak_api void hak_free_sized(void* p, size_t n) {
+  (void)n;
+  hak_free_inline(p, "free");
+}
+
+hak_api void* hak_calloc(size_t count, size_t size) {
+  size_t total;
+  if (hak_unlikely(__builtin_mul_overflow(count, size, &total))) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (total > HAK_MEDIUM_MAX) {
+    if (hak_heap_get() == &_hak_heap_empty && _hak_thread_init() == NULL) {
+      errno = ENOMEM;
+      return NULL;
+    }
+    if (total > HAK_MAX_SIZE) {
+      errno = ENOMEM;
+      return NULL;
+    }
+    return _hak_large_alloc(total, 16, true);
+  }
+  void* p = hak_malloc_inline(total);
+  if (hak_likely(p != NULL)) memset(p, 0, total);
+  return p;
+}
+
+static void* aligned_impl(size_t align, size_t n) {
+  if (align <= 16) return hak_malloc_inline(n);
+  if (n > HAK_MAX_SIZE) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return _hak_malloc_generic(hak_heap_get(), n, align);
+}
+
+hak_api void* hak_realloc(void* p, size_t n) {
+  if (p == NULL) return hak_malloc_inline(n);
+  if (n == 0) {   /* glibc: free and return NULL */
+    hak_free_inline(p, "realloc");
+    return NULL;
+  }
+  if (hak_unlikely(n > HAK_MAX_SIZE)) {
+    (void)_hak_usable_size(p, "realloc");   /* still report a bad pointer */
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (hak_segmap_contains(p)) {
+    hak_segment_t* seg = hak_segment_of(p);
+    if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off)
+      return _hak_large_realloc(seg, p, n);
+  }
+  size_t usable = _hak_usable_size(p, "realloc");
+  if (usable == 0) return NULL;   /* invalid pointer, reported (warn/ignore mode) */
+  if (n <= usable && n >= usable / 2) return p;
+  void* q = hak_malloc_inline(n);
+  if (q == NULL) return NULL;
+  memcpy(q, p, n < usable ? n : usable);
+  hak_free_inline(p, "realloc");
+  return q;
+}
+
+hak_api void* hak_reallocarray(void* p, size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return hak_realloc(p, total);
+}
+
+/* glibc 2.36 memalign semantics: alignment rounded up to a power of two,
+ * EINVAL only when no such power exists. */
+hak_api void* hak_memalign(size_t align, size_t n) {
+  if (align > SIZE_MAX / 2 + 1) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (align & (align - 1)) align = (size_t)1 << (64 - __builtin_clzl(align));
+  return aligned_impl(align, n);
+}
+
+hak_api void* hak_aligned_alloc(size_t align, size_t n) { return hak_memalign(align, n); }
+
+hak_api int hak_posix_memalign(void** out, size_t align, size_t n) {
+  if (align == 0 || (align & (align - 1)) || (align % sizeof(void*)) != 0) return EINVAL;
+  int saved = errno;
+  void* p = aligned_impl(align, n);
+  if (p == NULL) {
+    errno = saved;
+    return ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+static size_t os_page_size(void) {
+  static size_t ps;
+  if (ps == 0) ps = (size_t)sysconf(_SC_PAGESIZE);
+  return ps;
+}
+
+hak_api void* hak_valloc(size_t n) { return aligned_impl(os_page_size(), n); }
+
+hak_api void* hak_pvalloc(size_t n) {
+  size_t ps = os_page_size();
+  size_t r;
+  if (__builtin_add_overflow(n, ps - 1, &r)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  r &= ~(ps - 1);
+  return aligned_impl(ps, r ? r : ps);
+}
+
+hak_api size_t hak_malloc_usable_size(const void* p) { return _hak_usable_size(p, "malloc_usable_size"); }
+
+hak_api int hak_owns(const void* p) { return _hak_is_live_block(p); }
+
+hak_api void hak_collect(void) {
+  _hak_collect_heap(hak_heap_get());
+  _hak_segment_cache_trim(0);
+}
+
+hak_api int hak_malloc_trim(size_t pad) {
+  (void)pad;
+  hak_os_stats_t before, after;
+  hak_os_stats(&before);
+  hak_collect();
+  hak_os_stats(&after);
+  return after.munmap_bytes + after.madvise_bytes > before.munmap_bytes + before.madvise_bytes;
+}
+
+hak_api const char* hak_version(void) { return HAKMEM_VERSION; }

@@ -1,0 +1,623 @@
+/* Per-thread heaps and their slabs: everything behind the malloc/free fast
+ * paths.  A heap owns segments; each size class keeps a list of slabs with
+ * room (cur[cls] is its head) and the heap keeps one list of full slabs.
+ * Remote frees are pushed lock-free on the slab's xthread_free list; a remote
+ * free into a full slab raises the owner's hint so the owner looks there
+ * before it maps new memory.  Exited threads' segments are adopted. */
+#include "internal.h"
+#include <errno.h>
+
+hak_slab_t _hak_slab_empty;
+hak_heap_t _hak_heap_empty = {.cur = {[0 ... HAK_NCLASSES - 1] = &_hak_slab_empty}};
+__thread hak_heap_t* _hak_tls_heap __attribute__((tls_model("initial-exec"))) = &_hak_heap_empty;
+
+/* ---------------------------------------------------------------- size class tables */
+#define C16(i) ((i) * 16)
+const uint32_t _hak_class_size[HAK_NCLASSES] = {
+    16, 32, 48, 64, 80, 96, 112, 128,
+    160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024,
+    1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192,
+    10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768,
+    40960, 49152, 57344, 65536, 81920, 98304, 114688, 131072};
+/* pages per slab: at least 8 blocks per slab */
+const uint8_t _hak_class_pages[HAK_NCLASSES] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 16, 16, 16, 16};
+const uint8_t _hak_class_small[HAK_SMALL_FAST_MAX / 16 + 1] = {
+#define S1(k) (uint8_t)((k) <= 8 ? ((k) == 0 ? 0 : (k) - 1) : 0)
+    0, 0, 1, 2, 3, 4, 5, 6, 7,                    /* 0..128 */
+    8, 8, 9, 9, 10, 10, 11, 11,                   /* 144..256 */
+    12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15,   /* ..512 */
+    16, 16, 16, 16, 16, 16, 16, 16, 17, 17, 17, 17, 17, 17, 17, 17,
+    18, 18, 18, 18, 18, 18, 18, 18, 19, 19, 19, 19, 19, 19, 19, 19};  /* ..1024 */
+#undef S1
+
+/* ---------------------------------------------------------------- slab helpers */
+hak_inline hak_segment_t* slab_segment(const hak_slab_t* s) { return hak_segment_of(s); }
+hak_inline size_t slab_index(const hak_slab_t* s) { return (size_t)(s - slab_segment(s)->slabs); }
+hak_inline uint8_t* slab_start(const hak_slab_t* s) {
+  return (uint8_t*)slab_segment(s) + (slab_index(s) << HAK_PAGE_SHIFT);
+}
+
+static void list_remove(hak_slab_t** head, hak_slab_t* s) {
+  if (s->prev) s->prev->next = s->next;
+  else *head = s->next;
+  if (s->next) s->next->prev = s->prev;
+  s->next = s->prev = NULL;
+}
+static void list_push(hak_slab_t** head, hak_slab_t* s) {
+  s->prev = NULL;
+  s->next = *head;
+  if (*head) (*head)->prev = s;
+  *head = s;
+}
+/* The avail list of a class has cur[cls] as head; empty means &_hak_slab_empty. */
+static void avail_remove(hak_heap_t* h, hak_slab_t* s) {
+  hak_slab_t* head = h->cur[s->cls] == &_hak_slab_empty ? NULL : h->cur[s->cls];
+  list_remove(&head, s);
+  h->cur[s->cls] = head ? head : &_hak_slab_empty;
+}
+static void avail_push(hak_heap_t* h, hak_slab_t* s) {
+  hak_slab_t* head = h->cur[s->cls] == &_hak_slab_empty ? NULL : h->cur[s->cls];
+  list_push(&head, s);
+  h->cur[s->cls] = head;
+}
+static void seglist_remove(hak_segment_t** head, hak_segment_t* g) {
+  if (g->prev) g->prev->next = g->next;
+  else *head = g->next;
+  if (g->next) g->next->prev = g->prev;
+  g->next = g->prev = NULL;
+}
+static void seglist_push(hak_segment_t** head, hak_segment_t* g) {
+  g->prev = NULL;
+  g->next = *head;
+  if (*head) (*head)->prev = g;
+  *head = g;
+}
+
+/* Move the remote frees into the owner's list. */
+static void slab_collect(hak_slab_t* s) {
+  if (hak_load_relaxed(&s->xthread_free) == NULL) return;
+  hak_block_t* list = atomic_exchange_explicit(&s->xthread_free, NULL, memory_order_acquire);
+  if (list == NULL) return;
+  uint32_t n = 1;
+  hak_block_t* tail = list;
+  while (tail->next != NULL) {
+    tail = tail->next;
+    if (hak_unlikely(++n > s->used)) _hak_fatal("hakmem: heap corruption: remote free list of slab %p is longer than its live blocks (double free from another thread?)\n", (void*)s);
+  }
+  tail->next = s->free;
+  s->free = list;
+  s->used -= n;
+}
+
+/* Carve up to ~4 KiB (at least 4 blocks) of never-used blocks: touching the
+ * slab lazily keeps fresh memory unfaulted until it is needed. */
+static bool slab_extend(hak_slab_t* s) {
+  if (s->bump >= s->limit) return false;
+  uint32_t bsize = s->bsize;
+  uint32_t count = 4096 / bsize;
+  if (count < 4) count = 4;
+  uint32_t left = (s->limit - s->bump) / bsize;
+  if (count > left) count = left;
+  uint8_t* p = slab_start(s) + s->bump;
+  hak_block_t* first = (hak_block_t*)p;
+  for (uint32_t i = 0; i + 1 < count; i++) {
+    hak_block_t* b = (hak_block_t*)(p + (size_t)i * bsize);
+    b->next = (hak_block_t*)(p + (size_t)(i + 1) * bsize);
+    b->cookie = hak_cookie(b);
+  }
+  hak_block_t* last = (hak_block_t*)(p + (size_t)(count - 1) * bsize);
+  last->next = s->free;
+  last->cookie = hak_cookie(last);
+  s->free = first;
+  s->bump += count * bsize;
+  return true;
+}
+
+static bool slab_refill(hak_slab_t* s) {
+  if (s->free) return true;
+  slab_collect(s);
+  if (s->free) return true;
+  return slab_extend(s);
+}
+
+static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
+  list_push(&h->full, s);
+  atomic_store_explicit(&s->xowner, (uintptr_t)h | HAK_OWNER_FULL, memory_order_seq_cst);
+}
+static void slab_unfull(hak_heap_t* h, hak_slab_t* s) {
+  list_remove(&h->full, s);
+  hak_store_relaxed(&s->xowner, (uintptr_t)h);
+  avail_push(h, s);
+}
+/* Pairs with the remote side (push, then read xowner): either the remote
+ * free sees FULL and raises the hint, or we see its block here. */
+static void slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
+  avail_remove(h, s);
+  slab_set_full(h, s);
+  if (atomic_load_explicit(&s->xthread_free, memory_order_seq_cst) != NULL) slab_unfull(h, s);
+}
+
+static void heap_scan_full(hak_heap_t* h) {
+  hak_store_relaxed(&h->xremote_hint, 0);
+  atomic_thread_fence(memory_order_seq_cst);
+  hak_slab_t* s = h->full;
+  while (s) {
+    hak_slab_t* next = s->next;
+    if (hak_load_relaxed(&s->xthread_free) != NULL) slab_unfull(h, s);
+    s = next;
+  }
+}
+
+static size_t find_run(uint64_t bits, unsigned n) {
+  uint64_t x = bits;
+  for (unsigned i = 1; i < n && x; i++) x &= bits >> i;
+  return x ? (size_t)__builtin_ctzll(x) : 64;
+}
+
+static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls) {
+  hak_slab_t* s = &seg->slabs[idx];
+  uint32_t bsize = _hak_class_size[cls];
+  unsigned npages = _hak_class_pages[cls];
+  s->free = NULL;
+  s->used = 0;
+  s->bsize = bsize;
+  s->recip = (((uint64_t)1 << 48) + bsize - 1) / bsize;
+  s->bump = 0;
+  s->limit = (uint32_t)((((size_t)npages << HAK_PAGE_SHIFT) / bsize) * bsize);
+  s->cls = (uint8_t)cls;
+  s->npages = (uint8_t)npages;
+  s->head_off = 0;
+  hak_store_relaxed(&s->xthread_free, NULL);
+  s->next = s->prev = NULL;
+  for (unsigned i = 1; i < npages; i++) {
+    seg->slabs[idx + i].head_off = (uint8_t)i;
+    hak_store_relaxed(&seg->slabs[idx + i].xowner, HAK_OWNER_TAIL);
+  }
+  hak_store_release(&s->xowner, (uintptr_t)h);
+}
+
+/* Return an empty slab's pages to its segment (the segment to the cache or
+ * the OS when it empties).  The slab is on no list. */
+static void slab_release(hak_heap_t* h, hak_slab_t* s) {
+  hak_segment_t* seg = slab_segment(s);
+  size_t idx = slab_index(s);
+  unsigned n = s->npages;
+  for (unsigned i = 0; i < n; i++) {
+    hak_slab_t* t = &seg->slabs[idx + i];
+    hak_store_relaxed(&t->xowner, HAK_OWNER_UNUSED);
+    t->free = NULL;
+    t->used = t->bsize = t->bump = t->limit = 0;
+    t->npages = t->head_off = t->cls = 0;
+  }
+  uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
+  bool was_full = seg->free_pages == 0;
+  atomic_fetch_sub_explicit(&_hak_stat_slab_pages, n, memory_order_relaxed);
+  seg->free_pages |= mask;
+  seg->used_pages -= n;
+  if (was_full) {
+    seglist_remove(&h->segs_full, seg);
+    seglist_push(&h->segs, seg);
+  }
+  if (seg->used_pages == 0) {
+    seglist_remove(&h->segs, seg);
+    _hak_segment_free(seg);
+  }
+}
+
+static void heap_adopt(hak_heap_t* h, hak_segment_t* seg);
+
+static hak_slab_t* slab_new(hak_heap_t* h, size_t cls) {
+  unsigned npages = _hak_class_pages[cls];
+  hak_segment_t* seg;
+  size_t idx = 64;
+  for (seg = h->segs; seg; seg = seg->next) {
+    idx = find_run(seg->free_pages, npages);
+    if (idx < 64) break;
+  }
+  if (seg == NULL) {
+    seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL);
+    if (seg == NULL) return NULL;
+    seg->heap = h;
+    seglist_push(&h->segs, seg);
+    idx = find_run(seg->free_pages, npages);
+  }
+  uint64_t mask = (((uint64_t)1 << npages) - 1) << idx;
+  seg->free_pages &= ~mask;
+  seg->used_pages += npages;
+  if (seg->free_pages == 0) {
+    seglist_remove(&h->segs, seg);
+    seglist_push(&h->segs_full, seg);
+  }
+  slab_init(h, seg, idx, cls);
+  atomic_fetch_add_explicit(&_hak_stat_slab_pages, npages, memory_order_relaxed);
+  return &seg->slabs[idx];
+}
+
+static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls) {
+  hak_slab_t* s = h->cur[cls];
+  for (;;) {
+    if (s != &_hak_slab_empty) {
+      if (slab_refill(s)) break;
+      slab_mark_full(h, s);
+      s = h->cur[cls];
+      continue;
+    }
+    if (hak_load_relaxed(&h->xremote_hint)) {
+      heap_scan_full(h);
+      s = h->cur[cls];
+      if (s != &_hak_slab_empty) continue;
+    }
+    hak_segment_t* ab = _hak_abandoned_pop();
+    if (ab != NULL) {
+      heap_adopt(h, ab);
+      s = h->cur[cls];
+      continue;
+    }
+    s = slab_new(h, cls);
+    if (s == NULL) {
+      errno = ENOMEM;
+      return NULL;
+    }
+    avail_push(h, s);
+  }
+  hak_block_t* b = s->free;
+  s->free = b->next;
+  s->used++;
+  b->cookie = 0;
+  h->nmalloc[cls]++;
+  return b;
+}
+
+/* Smallest class whose blocks are all `align`-aligned (slabs start on 64 KiB
+ * boundaries, so a block size that is a multiple of align suffices). */
+static size_t aligned_class(size_t size, size_t align) {
+  if (size > HAK_MEDIUM_MAX || align > HAK_PAGE_SIZE) return HAK_NCLASSES;
+  for (size_t c = hak_class_of(size); c < HAK_NCLASSES; c++)
+    if ((_hak_class_size[c] & (align - 1)) == 0) return c;
+  return HAK_NCLASSES;
+}
+
+void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align) {
+  if (hak_unlikely(h == &_hak_heap_empty)) {
+    h = _hak_thread_init();
+    if (h == NULL) {
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  if (hak_unlikely(size > HAK_MAX_SIZE)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t cls;
+  if (align <= 16) {
+    if (size > HAK_MEDIUM_MAX) return _hak_large_alloc(size, 16, false);
+    cls = hak_class_of(size);
+  } else {
+    cls = aligned_class(size, align);
+    if (cls == HAK_NCLASSES) return _hak_large_alloc(size, align, false);
+  }
+  return heap_alloc_class(h, cls);
+}
+
+/* ---------------------------------------------------------------- free */
+
+/* Resolve the slab of p and check p is a block start; NULL (after reporting)
+ * when it is not. */
+static hak_slab_t* slab_of_checked(hak_segment_t* seg, const void* p, const char* op) {
+  size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT;
+  hak_slab_t* s = &seg->slabs[idx];
+  uintptr_t xo = hak_load_acquire(&s->xowner);
+  if (xo == HAK_OWNER_TAIL) {
+    s -= s->head_off;
+    xo = hak_load_acquire(&s->xowner);
+  }
+  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) {
+    _hak_invalid_pointer(op, p, "not in an allocated slab");
+    return NULL;
+  }
+  size_t off = (size_t)((const uint8_t*)p - slab_start(s));
+  size_t q = (size_t)(((uint64_t)off * s->recip) >> 48);
+  if (off >= s->limit || q * s->bsize != off) {
+    _hak_invalid_pointer(op, p, "not the start of a block");
+    return NULL;
+  }
+  return s;
+}
+
+static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
+  uint32_t cap = s->limit / s->bsize, n = 0;
+  for (const hak_block_t* q = s->free; q != NULL && n <= cap; q = q->next, n++)
+    if (q == b) return true;
+  /* never-carved blocks also carry no valid cookie; carved ones do */
+  return false;
+}
+
+/* Owner frees into its own slab on the generic path: full slab, emptied slab,
+ * or a cookie hit that must be confirmed. */
+static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t xo) {
+  if (b->cookie == hak_cookie(b)) {
+    slab_collect(s);
+    if (slab_free_list_contains(s, b)) {
+      _hak_double_free("free", b, s->bsize);
+      return;
+    }
+  }
+  if ((size_t)((uint8_t*)b - slab_start(s)) >= s->bump) {
+    _hak_invalid_pointer("free", b, "block was never allocated");
+    return;
+  }
+  if (xo & HAK_OWNER_FULL) slab_unfull(h, s);
+  b->next = s->free;
+  b->cookie = hak_cookie(b);
+  s->free = b;
+  if (--s->used == 0) _hak_slab_emptied(h, s);
+}
+
+static void remote_free(hak_slab_t* s, hak_block_t* b) {
+  if (b->cookie == hak_cookie(b)) {
+    _hak_double_free("free", b, s->bsize);
+    return;
+  }
+  b->cookie = hak_cookie(b);
+  hak_block_t* head = hak_load_relaxed(&s->xthread_free);
+  do {
+    b->next = head;
+  } while (!atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, b, memory_order_seq_cst,
+                                                  memory_order_relaxed));
+  uintptr_t xo = atomic_load_explicit(&s->xowner, memory_order_seq_cst);
+  if (xo & HAK_OWNER_FULL) {
+    hak_heap_t* owner = (hak_heap_t*)(xo & ~HAK_OWNER_FLAGS);
+    if (hak_load_relaxed(&owner->xremote_hint) == 0) hak_store_relaxed(&owner->xremote_hint, 1);
+  }
+}
+
+void _hak_free_generic(void* p, const char* op) {
+  if (p == NULL) return;
+  if (!hak_segmap_contains(p)) {
+    hak_segment_t* hs;
+    if (_hak_huge_aligned_lookup(p, &hs)) {
+      _hak_large_free(hs, p, op);
+      return;
+    }
+    if (_hak_large_recently_freed(p)) {
+      _hak_double_free(op, p, 0);
+      return;
+    }
+    _hak_invalid_pointer(op, p, "not allocated by hakmem");
+    return;
+  }
+  hak_segment_t* seg = hak_segment_of(p);
+  if (seg->kind == HAK_SEG_LARGE) {
+    if ((uint8_t*)p != (uint8_t*)seg + seg->large_off) {
+      _hak_invalid_pointer(op, p, "not the start of a block");
+      return;
+    }
+    _hak_large_free(seg, p, op);
+    return;
+  }
+  hak_slab_t* s = slab_of_checked(seg, p, op);
+  if (s == NULL) return;
+  hak_heap_t* h = hak_heap_get();
+  uintptr_t xo = hak_load_relaxed(&s->xowner);
+  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)h && h != &_hak_heap_empty) local_free(h, s, (hak_block_t*)p, xo);
+  else remote_free(s, (hak_block_t*)p);
+}
+
+/* The last block of a slab came back.  Keep the slab if it is the class's
+ * only one (so a malloc/free ping-pong does not re-carve), else release it. */
+void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
+  if (h->cur[s->cls] == s && s->next == NULL) return;
+  if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
+  else avail_remove(h, s);
+  slab_release(h, s);
+}
+
+/* ---------------------------------------------------------------- queries */
+size_t _hak_usable_size(const void* p, const char* op) {
+  if (p == NULL) return 0;
+  if (!hak_segmap_contains(p)) {
+    hak_segment_t* hs;
+    if (_hak_huge_aligned_lookup(p, &hs)) return _hak_large_usable(hs);
+    _hak_invalid_pointer(op, p, "not allocated by hakmem");
+    return 0;
+  }
+  hak_segment_t* seg = hak_segment_of(p);
+  if (seg->kind == HAK_SEG_LARGE) {
+    if ((const uint8_t*)p != (uint8_t*)seg + seg->large_off) {
+      _hak_invalid_pointer(op, p, "not the start of a block");
+      return 0;
+    }
+    return _hak_large_usable(seg);
+  }
+  hak_slab_t* s = slab_of_checked(seg, p, op);
+  return s ? s->bsize : 0;
+}
+
+bool _hak_is_live_block(const void* p) {
+  if (p == NULL) return false;
+  if (!hak_segmap_contains(p)) {
+    hak_segment_t* hs;
+    return _hak_huge_aligned_lookup(p, &hs);
+  }
+  hak_segment_t* seg = hak_segment_of(p);
+  if (seg->kind == HAK_SEG_LARGE) return (const uint8_t*)p == (uint8_t*)seg + seg->large_off;
+  size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT;
+  const hak_slab_t* s = &seg->slabs[idx];
+  uintptr_t xo = hak_load_acquire(&s->xowner);
+  if (xo == HAK_OWNER_TAIL) {
+    s -= s->head_off;
+    xo = hak_load_acquire(&s->xowner);
+  }
+  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return false;
+  size_t off = (size_t)((const uint8_t*)p - slab_start(s));
+  if (off >= s->limit || (size_t)((off * s->recip) >> 48) * s->bsize != off) return false;
+  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)hak_heap_get() && off >= s->bump) return false;
+  const hak_block_t* b = p;
+  return b->cookie != hak_cookie(b);
+}
+
+/* ---------------------------------------------------------------- heap pool */
+static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+static hak_heap_t* heap_pool;      /* released heaps */
+static hak_heap_t* heap_all;       /* every heap ever made */
+static uint8_t* heap_chunk;
+static size_t heap_chunk_left;
+#define HEAP_STRIDE hak_align_up(sizeof(hak_heap_t), 64)
+
+static void heap_reset(hak_heap_t* h) {
+  for (size_t c = 0; c < HAK_NCLASSES; c++) {
+    h->cur[c] = &_hak_slab_empty;
+    h->nmalloc[c] = 0;
+  }
+  h->full = NULL;
+  h->segs = h->segs_full = NULL;
+  hak_store_relaxed(&h->xremote_hint, 0);
+}
+
+hak_heap_t* _hak_heap_acquire(void) {
+  pthread_mutex_lock(&heap_lock);
+  hak_heap_t* h = heap_pool;
+  if (h != NULL) {
+    heap_pool = h->next_free;
+  } else {
+    if (heap_chunk_left < HEAP_STRIDE) {
+      heap_chunk = _hak_os_map(HAK_PAGE_SIZE, NULL);
+      heap_chunk_left = heap_chunk ? HAK_PAGE_SIZE : 0;
+    }
+    if (heap_chunk_left >= HEAP_STRIDE) {
+      h = (hak_heap_t*)heap_chunk;
+      heap_chunk += HEAP_STRIDE;
+      heap_chunk_left -= HEAP_STRIDE;
+      h->next_all = heap_all;
+      heap_all = h;
+    }
+  }
+  if (h != NULL) {
+    heap_reset(h);
+    h->in_use = 1;
+  }
+  pthread_mutex_unlock(&heap_lock);
+  return h;
+}
+
+static void heap_release_to_pool(hak_heap_t* h) {
+  pthread_mutex_lock(&heap_lock);
+  h->in_use = 0;
+  h->next_free = heap_pool;
+  heap_pool = h;
+  pthread_mutex_unlock(&heap_lock);
+}
+
+void _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg) {
+  pthread_mutex_lock(&heap_lock);
+  for (hak_heap_t* h = heap_all; h; h = h->next_all) fn(h, arg);
+  pthread_mutex_unlock(&heap_lock);
+}
+
+/* ---------------------------------------------------------------- abandon / adopt */
+static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
+  slab_collect(s);
+  if (s->used == 0) {
+    slab_release(h, s);
+    return;
+  }
+  atomic_store_explicit(&s->xowner, HAK_OWNER_ABANDONED, memory_order_seq_cst);
+}
+
+/* Hand every slab and segment of h to the abandoned list; h goes back to the
+ * pool.  Called at thread exit, and in a fork child for the other threads. */
+void _hak_heap_abandon(hak_heap_t* h) {
+  if (h == NULL || h == &_hak_heap_empty) return;
+  for (size_t c = 0; c < HAK_NCLASSES; c++) {
+    hak_slab_t* s = h->cur[c] == &_hak_slab_empty ? NULL : h->cur[c];
+    h->cur[c] = &_hak_slab_empty;
+    while (s) {
+      hak_slab_t* next = s->next;
+      s->next = s->prev = NULL;
+      slab_abandon(h, s);
+      s = next;
+    }
+    atomic_fetch_add_explicit(&_hak_stat_nmalloc_dead[c], h->nmalloc[c], memory_order_relaxed);
+    h->nmalloc[c] = 0;
+  }
+  hak_slab_t* s = h->full;
+  h->full = NULL;
+  while (s) {
+    hak_slab_t* next = s->next;
+    s->next = s->prev = NULL;
+    slab_abandon(h, s);
+    s = next;
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    hak_segment_t* g = pass ? h->segs_full : h->segs;
+    while (g) {
+      hak_segment_t* next = g->next;
+      g->next = g->prev = NULL;
+      _hak_abandoned_push(g);
+      g = next;
+    }
+  }
+  h->segs = h->segs_full = NULL;
+  heap_release_to_pool(h);
+}
+
+static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
+  seg->heap = h;
+  seglist_push(seg->free_pages ? &h->segs : &h->segs_full, seg);
+  seg->used_pages++;   /* hold the segment while its slabs are released */
+  for (size_t idx = 1; idx < HAK_PAGES_PER_SEG; idx++) {
+    hak_slab_t* s = &seg->slabs[idx];
+    if (hak_load_relaxed(&s->xowner) != HAK_OWNER_ABANDONED) continue;
+    atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
+    s->next = s->prev = NULL;
+    slab_collect(s);
+    if (s->used == 0) {
+      slab_release(h, s);
+    } else if (s->free != NULL || s->bump < s->limit) {
+      avail_push(h, s);
+    } else {
+      slab_set_full(h, s);
+      if (atomic_load_explicit(&s->xthread_free, memory_order_seq_cst) != NULL) slab_unfull(h, s);
+    }
+  }
+  if (--seg->used_pages == 0) {
+    seglist_remove(seg->free_pages ? &h->segs : &h->segs_full, seg);
+    _hak_segment_free(seg);
+  }
+}
+
+/* Release what this heap holds empty: collect remote frees, release empty
+ * slabs (including the one kept per class), and adopt abandoned segments so
+ * their empty slabs are released too. */
+void _hak_collect_heap(hak_heap_t* h) {
+  if (h == &_hak_heap_empty) return;
+  hak_segment_t* ab;
+  while ((ab = _hak_abandoned_pop()) != NULL) heap_adopt(h, ab);
+  heap_scan_full(h);
+  for (size_t c = 0; c < HAK_NCLASSES; c++) {
+    hak_slab_t* s = h->cur[c] == &_hak_slab_empty ? NULL : h->cur[c];
+    while (s) {
+      hak_slab_t* next = s->next;
+      slab_collect(s);
+      if (s->used == 0) {
+        avail_remove(h, s);
+        slab_release(h, s);
+      }
+      s = next;
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- fork */
+void _hak_heaps_fork_prepare(void) { pthread_mutex_lock(&heap_lock); }
+void _hak_heaps_fork_parent(void) { pthread_mutex_unlock(&heap_lock); }
+void _hak_heaps_fork_child(hak_heap_t* self) {
+  /* The other threads' heaps are left as they are: they may have been in the
+   * middle of a list update when fork() ran, so walking them is not safe.
+   * Their blocks stay valid; frees of them from the child go the remote way. */
+  (void)self;
+  pthread_mutex_init(&heap_lock, NULL);
+}

@@ -1,0 +1,155 @@
+/* Process and thread start-up and shut-down, fork handlers, and the
+ * non-allocating message/abort helpers.  Initialisation is lazy: a new
+ * thread's heap is the static empty heap, so its first malloc misses the
+ * fast path and lands here; nothing on the fast path tests for it. */
+#include "internal.h"
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
+
+_Atomic(int) _hak_initialized;   /* 0 = no, 1 = in progress, 2 = done */
+uintptr_t _hak_cookie_key;
+static pthread_key_t thread_key;
+static _Atomic(int) thread_key_ok;
+
+int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vsnprintf(buf, n, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+static void write_str(const char* s, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(2, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= (size_t)w;
+  }
+}
+
+void _hak_message(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n > 0) write_str(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+void _hak_fatal(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n > 0) write_str(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+  abort();
+}
+
+void _hak_assert_fail(const char* cond, const char* file, int line) {
+  _hak_fatal("hakmem: assertion failed: %s (%s:%d)\n", cond, file, line);
+}
+
+/* Misuse: one line naming the operation, the address and the problem, then
+ * abort() (HAKMEM_INVALID_FREE=warn prints and goes on, =ignore is silent). */
+void _hak_invalid_pointer(const char* op, const void* p, const char* why) {
+  long long mode = hak_opt(INVALID_FREE);
+  if (mode == HAK_INVALID_IGNORE) return;
+  if (mode == HAK_INVALID_WARN) {
+    _hak_message("hakmem: %s(): invalid pointer %p (%s)\n", op, p, why);
+    return;
+  }
+  _hak_fatal("hakmem: %s(): invalid pointer %p (%s)\n", op, p, why);
+}
+
+void _hak_double_free(const char* op, const void* p, size_t size) {
+  long long mode = hak_opt(INVALID_FREE);
+  if (mode == HAK_INVALID_IGNORE) return;
+  char sz[48];
+  if (size) _hak_snprintf(sz, sizeof sz, "size %zu", size);
+  else _hak_snprintf(sz, sizeof sz, "large block");
+  if (mode == HAK_INVALID_WARN) {
+    _hak_message("hakmem: double free of %p (%s) in %s()\n", p, sz, op);
+    return;
+  }
+  _hak_fatal("hakmem: double free of %p (%s) in %s()\n", p, sz, op);
+}
+
+/* ---------------------------------------------------------------- threads */
+static void thread_done(void* arg) {
+  hak_heap_t* h = arg;
+  if (_hak_tls_heap == h) _hak_tls_heap = &_hak_heap_empty;
+  _hak_heap_abandon(h);
+}
+
+hak_heap_t* _hak_thread_init(void) {
+  if (hak_load_acquire(&_hak_initialized) != 2) _hak_process_init();
+  if (_hak_tls_heap != &_hak_heap_empty) return _hak_tls_heap;
+  hak_heap_t* h = _hak_heap_acquire();
+  if (h == NULL) return NULL;
+  _hak_tls_heap = h;
+  if (hak_load_acquire(&thread_key_ok)) pthread_setspecific(thread_key, h);
+  return h;
+}
+
+/* ---------------------------------------------------------------- fork */
+static void fork_prepare(void) {
+  _hak_heaps_fork_prepare();
+  _hak_segments_fork_prepare();
+  _hak_large_fork_prepare();
+}
+static void fork_parent(void) {
+  _hak_large_fork_parent();
+  _hak_segments_fork_parent();
+  _hak_heaps_fork_parent();
+}
+static void fork_child(void) {
+  _hak_large_fork_child();
+  _hak_segments_fork_child();
+  _hak_heaps_fork_child(_hak_tls_heap);
+}
+
+/* ---------------------------------------------------------------- process */
+static uintptr_t random_seed(void) {
+  uintptr_t x = 0;
+  const uint8_t* r = (const uint8_t*)getauxval(AT_RANDOM);   /* 16 bytes from the kernel */
+  if (r != NULL) memcpy(&x, r + 8, sizeof x);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  x ^= (uintptr_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uintptr_t)&x;
+  x ^= x >> 31;
+  return x | 1;
+}
+
+void _hak_process_init(void) {
+  int expect = 0;
+  if (!atomic_compare_exchange_strong(&_hak_initialized, &expect, 1)) {
+    /* another thread is initialising: wait (init never allocates, so a
+     * recursive call from this thread cannot happen before state 2) */
+    while (hak_load_acquire(&_hak_initialized) == 1) sched_yield();
+    return;
+  }
+  _hak_cookie_key = random_seed();
+  _hak_options_init();
+  if (pthread_key_create(&thread_key, thread_done) == 0) hak_store_release(&thread_key_ok, 1);
+  hak_store_release(&_hak_initialized, 2);
+  /* may allocate (it does not in glibc for the first handlers): after state 2 */
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+__attribute__((constructor(101))) static void hak_constructor(void) {
+  _hak_process_init();
+  _hak_options_init();   /* environ may not have been set at the first malloc */
+  if (_hak_tls_heap == &_hak_heap_empty) (void)_hak_thread_init();
+}
+
+__attribute__((destructor(101))) static void hak_destructor(void) {
+  if (hak_opt(STATS)) _hak_stats_at_exit();
+}

@@ -1,0 +1,254 @@
+/* hakmem internal types and inline helpers shared by every tier.
+ * All structs live here (one place to see the memory layout); the tiers are
+ * the .c files: segment.c (SuperSlabs), heap.c (per-thread heaps and slabs),
+ * large.c, alloc.c (public entry points), os.c, options.c, stats.c, init.c. */
+#ifndef HAK_INTERNAL_H
+#define HAK_INTERNAL_H
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <limits.h>
+#include <stdarg.h>
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <pthread.h>
+#include "hakmem.h"
+
+/* ---------------------------------------------------------------- basics */
+#define hak_likely(x)   __builtin_expect(!!(x), 1)
+#define hak_unlikely(x) __builtin_expect(!!(x), 0)
+#define hak_noinline    __attribute__((noinline))
+#define hak_cold        __attribute__((cold, noinline))
+#define hak_inline      static inline __attribute__((always_inline))
+#define hak_noreturn    __attribute__((noreturn))
+#define hak_api         __attribute__((visibility("default")))
+
+#ifndef HAK_DEBUG
+#define HAK_DEBUG 0
+#endif
+/* Assertion levels: 1 = internal invariants, 2 = expensive walks. */
+#if HAK_DEBUG >= 1
+#define hak_assert(c) ((c) ? (void)0 : _hak_assert_fail(#c, __FILE__, __LINE__))
+#else
+#define hak_assert(c) ((void)0)
+#endif
+#if HAK_DEBUG >= 2
+#define hak_assert_expensive(c) hak_assert(c)
+#else
+#define hak_assert_expensive(c) ((void)0)
+#endif
+
+/* Memory orders through named wrappers. */
+#define hak_load_relaxed(p)      atomic_load_explicit((p), memory_order_relaxed)
+#define hak_load_acquire(p)      atomic_load_explicit((p), memory_order_acquire)
+#define hak_store_relaxed(p, v)  atomic_store_explicit((p), (v), memory_order_relaxed)
+#define hak_store_release(p, v)  atomic_store_explicit((p), (v), memory_order_release)
+
+/* ---------------------------------------------------------------- geometry */
+#define HAK_SEG_SHIFT      22                        /* SuperSlab: 4 MiB, aligned */
+#define HAK_SEG_SIZE       ((size_t)1 << HAK_SEG_SHIFT)
+#define HAK_SEG_MASK       (HAK_SEG_SIZE - 1)
+#define HAK_PAGE_SHIFT     16                        /* slab page: 64 KiB */
+#define HAK_PAGE_SIZE      ((size_t)1 << HAK_PAGE_SHIFT)
+#define HAK_PAGES_PER_SEG  (HAK_SEG_SIZE / HAK_PAGE_SIZE)   /* 64; page 0 = header */
+#define HAK_OS_PAGE        4096
+#define HAK_LARGE_HDR      8192                      /* large block data offset */
+
+#define HAK_SMALL_FAST_MAX 1024                      /* table-driven class lookup */
+#define HAK_MEDIUM_MAX     ((size_t)128 * 1024)      /* larger: large tier */
+#define HAK_NCLASSES       48
+#define HAK_MAX_ALIGN_SEG  ((size_t)2 << 20)         /* larger alignments: huge table */
+#define HAK_MAX_SIZE       ((size_t)PTRDIFF_MAX - 2 * HAK_SEG_SIZE)
+
+/* ---------------------------------------------------------------- size classes
+ * 16..128 in steps of 16, then four classes per doubling up to 128 KiB:
+ * a class wastes at most 20 % of its size on a request that maps to it once
+ * the 16-byte alignment granule is paid (sizes below 64 are bound by it). */
+extern const uint8_t _hak_class_small[HAK_SMALL_FAST_MAX / 16 + 1];
+extern const uint32_t _hak_class_size[HAK_NCLASSES];
+extern const uint8_t _hak_class_pages[HAK_NCLASSES];
+
+hak_inline size_t hak_class_of_small(size_t n) {   /* n <= 1024 */
+  return _hak_class_small[(n + 15) >> 4];
+}
+hak_inline size_t hak_class_of(size_t n) {          /* n <= HAK_MEDIUM_MAX */
+  if (n <= 128) return n <= 16 ? 0 : ((n + 15) >> 4) - 1;
+  size_t m = n - 1;
+  unsigned b = 63u - (unsigned)__builtin_clzl(m);   /* >= 7 */
+  return 8 + (size_t)(b - 7) * 4 + ((m >> (b - 2)) & 3);
+}
+
+/* ---------------------------------------------------------------- blocks
+ * A free block holds its list link and a cookie (address ^ secret) that marks
+ * it free: a second free finds the cookie and is confirmed by a list walk. */
+typedef struct hak_block_s {
+  struct hak_block_s* next;
+  uintptr_t cookie;
+} hak_block_t;
+
+extern uintptr_t _hak_cookie_key;
+hak_inline uintptr_t hak_cookie(const void* b) { return (uintptr_t)b ^ _hak_cookie_key; }
+
+/* ---------------------------------------------------------------- slabs
+ * A slab is a run of 64 KiB pages of one SuperSlab serving one size class.
+ * xowner says who may touch it without atomics: the owner heap's address,
+ * with HAK_OWNER_FULL set while the slab sits on the heap's full list, or a
+ * special value.  The free fast path compares xowner with its own heap once:
+ * every rare case (full, remote, abandoned, tail page, unused) fails that test. */
+#define HAK_OWNER_FULL      ((uintptr_t)1)
+#define HAK_OWNER_UNUSED    ((uintptr_t)0)      /* page not in a slab: zero-filled mmap */
+#define HAK_OWNER_ABANDONED ((uintptr_t)2)      /* owner thread exited */
+#define HAK_OWNER_TAIL      ((uintptr_t)4)      /* non-first page of a multi-page slab */
+#define HAK_OWNER_FLAGS     ((uintptr_t)63)
+
+struct hak_heap_s;
+typedef struct hak_slab_s {
+  hak_block_t* free;                 /* owner: blocks ready to hand out */
+  _Atomic(uintptr_t) xowner;         /* heap | flags, or a special value */
+  uint32_t used;                     /* blocks out (incl. pending remote frees) */
+  uint32_t bsize;                    /* block size */
+  uint64_t recip;                    /* ceil(2^48 / bsize): division-free modulo */
+  uint32_t bump;                     /* byte offset of the first never-carved block */
+  uint32_t limit;                    /* capacity * bsize */
+  uint8_t  cls, npages, head_off, _pad[5];
+  _Atomic(hak_block_t*) xthread_free;/* remote frees, pushed lock-free */
+  struct hak_slab_s* next;           /* heap avail/full list */
+  struct hak_slab_s* prev;
+} hak_slab_t;
+
+/* ---------------------------------------------------------------- segments */
+typedef enum { HAK_SEG_SMALL = 1, HAK_SEG_LARGE = 2 } hak_seg_kind_t;
+
+typedef struct hak_segment_s {
+  uint32_t kind;
+  uint32_t used_pages;               /* pages in slabs */
+  uint64_t free_pages;               /* bitmap: 1 = page free (page 0 never) */
+  struct hak_heap_s* heap;           /* owner, NULL while abandoned or cached */
+  struct hak_segment_s* next;        /* heap segment list / abandoned / cache */
+  struct hak_segment_s* prev;
+  size_t map_size;                   /* bytes mapped at the segment start */
+  /* large blocks */
+  size_t large_off;                  /* block address - segment address */
+  size_t large_size;                 /* requested size */
+  uint32_t large_fresh;              /* never written since mmap (calloc skips memset) */
+  uint32_t _pad;
+  uint64_t _pad2[6];
+  hak_slab_t slabs[HAK_PAGES_PER_SEG];
+} hak_segment_t;
+
+_Static_assert(sizeof(hak_slab_t) == 72, "slab descriptor layout");
+_Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR, "segment header fits");
+_Static_assert(sizeof(hak_segment_t) <= HAK_PAGE_SIZE, "segment header in page 0");
+
+hak_inline hak_segment_t* hak_segment_of(const void* p) {
+  return (hak_segment_t*)((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK);
+}
+
+/* The segment map: one bit per 4 MiB of the 47-bit user address space says
+ * "a hakmem segment starts here".  It lets free() reject foreign pointers
+ * before reading any header.  4 MiB of .bss, touched only where used. */
+#define HAK_SEGMAP_WORDS ((size_t)1 << (47 - HAK_SEG_SHIFT - 6))
+extern _Atomic(uint64_t) _hak_segmap[HAK_SEGMAP_WORDS];
+hak_inline bool hak_segmap_contains(const void* p) {
+  uintptr_t a = (uintptr_t)p;
+  uintptr_t w = a >> (HAK_SEG_SHIFT + 6);
+  if (hak_unlikely(w >= HAK_SEGMAP_WORDS)) return false;
+  return (hak_load_relaxed(&_hak_segmap[w]) >> ((a >> HAK_SEG_SHIFT) & 63)) & 1;
+}
+
+/* ---------------------------------------------------------------- heaps */
+typedef struct hak_heap_s {
+  hak_slab_t* cur[HAK_NCLASSES];     /* first slab with room, per class (never NULL) */
+  uint64_t    nmalloc[HAK_NCLASSES]; /* statistics: blocks handed out per class */
+  hak_slab_t* full;                  /* slabs without room */
+  hak_segment_t* segs;               /* owned segments with free pages */
+  hak_segment_t* segs_full;          /* owned segments without free pages */
+  _Atomic(uintptr_t) xremote_hint;   /* a remote free hit a full slab */
+  struct hak_heap_s* next_all;       /* registry of all heaps (fork, stats) */
+  struct hak_heap_s* next_free;      /* heap pool */
+  uint32_t in_use;
+  uint32_t _pad;
+} hak_heap_t;
+
+extern hak_heap_t _hak_heap_empty;
+extern hak_slab_t _hak_slab_empty;
+extern __thread hak_heap_t* _hak_tls_heap __attribute__((tls_model("initial-exec")));
+
+hak_inline hak_heap_t* hak_heap_get(void) { return _hak_tls_heap; }
+
+/* ---------------------------------------------------------------- cross-file */
+/* init.c */
+void _hak_process_init(void);
+hak_heap_t* _hak_thread_init(void);
+extern _Atomic(int) _hak_initialized;
+hak_noreturn void _hak_fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void _hak_invalid_pointer(const char* op, const void* p, const char* why);
+void _hak_double_free(const char* op, const void* p, size_t size);
+void _hak_message(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+hak_noreturn void _hak_assert_fail(const char* cond, const char* file, int line);
+int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* heap.c */
+void* _hak_malloc_generic(hak_heap_t* heap, size_t size, size_t align);
+void  _hak_free_generic(void* p, const char* op);
+void  _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s);
+void  _hak_heap_abandon(hak_heap_t* heap);
+hak_heap_t* _hak_heap_acquire(void);
+void  _hak_heaps_fork_prepare(void);
+void  _hak_heaps_fork_parent(void);
+void  _hak_heaps_fork_child(hak_heap_t* self);
+size_t _hak_usable_size(const void* p, const char* op);
+bool  _hak_is_live_block(const void* p);
+void  _hak_collect_heap(hak_heap_t* heap);
+void  _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg);
+
+/* segment.c */
+hak_segment_t* _hak_segment_alloc(size_t map_size, size_t align_off_min, hak_seg_kind_t kind);
+void  _hak_segment_free(hak_segment_t* seg);
+void  _hak_segmap_set(hak_segment_t* seg, bool on);
+hak_segment_t* _hak_abandoned_pop(void);
+void  _hak_abandoned_push(hak_segment_t* seg);
+void  _hak_segment_cache_trim(size_t keep);
+void  _hak_segments_fork_prepare(void);
+void  _hak_segments_fork_parent(void);
+void  _hak_segments_fork_child(void);
+extern _Atomic(size_t) _hak_seg_count, _hak_seg_cached, _hak_seg_abandoned;
+
+/* large.c */
+void* _hak_large_alloc(size_t size, size_t align, bool zero);
+void  _hak_large_free(hak_segment_t* seg, void* p, const char* op);
+void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size);
+size_t _hak_large_usable(const hak_segment_t* seg);
+bool  _hak_huge_aligned_lookup(const void* p, hak_segment_t** seg_out);
+bool  _hak_large_recently_freed(const void* p);
+void  _hak_large_fork_prepare(void);
+void  _hak_large_fork_parent(void);
+void  _hak_large_fork_child(void);
+
+/* os.c: the only place that calls mmap & co. */
+void* _hak_os_map(size_t size, void* hint);
+void* _hak_os_map_aligned(size_t size, size_t align, void* hint);
+bool  _hak_os_unmap(void* p, size_t size);
+bool  _hak_os_advise(void* p, size_t size, int advice);
+void* _hak_os_remap(void* old, size_t old_size, size_t new_size, int flags, void* new_addr);
+bool  _hak_os_protect(void* p, size_t size, int prot);
+size_t _hak_os_rss_bytes(void);
+size_t _hak_os_peak_rss_bytes(void);
+
+/* options.c */
+#include "options.h"
+
+/* stats.c */
+void _hak_stats_at_exit(void);
+extern _Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES];
+extern _Atomic(size_t) _hak_stat_slab_pages;
+extern _Atomic(uint64_t) _hak_stat_large_allocs, _hak_stat_large_frees;
+extern _Atomic(uint64_t) _hak_stat_large_bytes, _hak_stat_large_peak_bytes;
+
+hak_inline size_t hak_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
+#endif /* HAK_INTERNAL_H */

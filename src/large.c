@@ -1,0 +1,200 @@
+/* Large blocks (above HAK_MEDIUM_MAX): one mmap-backed segment each, header
+ * in the first page and the block at HAK_LARGE_HDR (or at its alignment), so
+ * free() finds the header by the same mask as for slabs.  realloc grows in
+ * place with mremap or moves the pages (no copy) to a new aligned range.
+ * Alignments above HAK_MAX_ALIGN_SEG cannot sit inside the first 4 MiB of a
+ * segment: those few blocks are found through a small locked table. */
+#include "internal.h"
+#include <errno.h>
+#include <sys/mman.h>
+
+_Atomic(uint64_t) _hak_stat_large_allocs, _hak_stat_large_frees;
+_Atomic(uint64_t) _hak_stat_large_bytes, _hak_stat_large_peak_bytes;
+
+/* Recently freed large block addresses: a double free of a large block,
+ * whose mapping is gone, is still named as such (best effort). */
+#define RECENT_N 64
+static _Atomic(uintptr_t) recent_freed[RECENT_N];
+static _Atomic(unsigned) recent_pos;
+
+static void large_account(size_t add, size_t sub) {
+  uint64_t now = atomic_fetch_add_explicit(&_hak_stat_large_bytes, add - sub, memory_order_relaxed) + add - sub;
+  uint64_t peak = hak_load_relaxed(&_hak_stat_large_peak_bytes);
+  while (now > peak && !atomic_compare_exchange_weak_explicit(&_hak_stat_large_peak_bytes, &peak, now,
+                                                              memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
+/* ---------------------------------------------------------------- huge alignment table */
+#define HUGE_N 256
+static pthread_mutex_t huge_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { uintptr_t p; hak_segment_t* seg; } huge_tab[HUGE_N];
+static _Atomic(size_t) huge_count;
+
+bool _hak_huge_aligned_lookup(const void* p, hak_segment_t** seg_out) {
+  if (hak_load_relaxed(&huge_count) == 0) return false;
+  bool found = false;
+  pthread_mutex_lock(&huge_lock);
+  for (size_t i = 0; i < HUGE_N; i++)
+    if (huge_tab[i].p == (uintptr_t)p) {
+      *seg_out = huge_tab[i].seg;
+      found = true;
+      break;
+    }
+  pthread_mutex_unlock(&huge_lock);
+  return found;
+}
+
+static void* huge_aligned_alloc(size_t size, size_t align) {
+  size_t map;
+  if (__builtin_add_overflow(align, hak_align_up(size, HAK_OS_PAGE), &map)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  hak_segment_t* seg = _hak_os_map_aligned(map, align, NULL);
+  if (seg == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  seg->kind = HAK_SEG_LARGE;
+  seg->map_size = map;
+  seg->large_off = align;
+  seg->large_size = size;
+  seg->large_fresh = 1;
+  seg->_pad = 1;   /* in the huge table, not in the segment map */
+  uintptr_t p = (uintptr_t)seg + align;
+  bool ok = false;
+  pthread_mutex_lock(&huge_lock);
+  for (size_t i = 0; i < HUGE_N; i++)
+    if (huge_tab[i].p == 0) {
+      huge_tab[i].p = p;
+      huge_tab[i].seg = seg;
+      atomic_fetch_add_explicit(&huge_count, 1, memory_order_relaxed);
+      ok = true;
+      break;
+    }
+  pthread_mutex_unlock(&huge_lock);
+  if (!ok) {
+    _hak_os_unmap(seg, map);
+    errno = ENOMEM;
+    return NULL;
+  }
+  return (void*)p;
+}
+
+static void huge_remove(uintptr_t p) {
+  pthread_mutex_lock(&huge_lock);
+  for (size_t i = 0; i < HUGE_N; i++)
+    if (huge_tab[i].p == p) {
+      huge_tab[i].p = 0;
+      huge_tab[i].seg = NULL;
+      atomic_fetch_sub_explicit(&huge_count, 1, memory_order_relaxed);
+      break;
+    }
+  pthread_mutex_unlock(&huge_lock);
+}
+
+/* ---------------------------------------------------------------- alloc / free */
+void* _hak_large_alloc(size_t size, size_t align, bool zero) {
+  (void)zero;   /* fresh mappings are zero; no block is reused yet */
+  if (align > HAK_MAX_ALIGN_SEG) return huge_aligned_alloc(size, align);
+  size_t off = align > HAK_LARGE_HDR ? align : HAK_LARGE_HDR;
+  size_t map;
+  if (__builtin_add_overflow(off, size, &map) || map > HAK_MAX_SIZE) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  map = hak_align_up(map, HAK_OS_PAGE);
+  hak_segment_t* seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE);
+  if (seg == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  seg->large_size = size;
+  seg->large_fresh = 1;
+  seg->_pad = 0;
+  atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
+  large_account(map, 0);
+  return (uint8_t*)seg + off;
+}
+
+size_t _hak_large_usable(const hak_segment_t* seg) { return seg->map_size - seg->large_off; }
+
+void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
+  (void)op;
+  unsigned i = atomic_fetch_add_explicit(&recent_pos, 1, memory_order_relaxed) % RECENT_N;
+  hak_store_relaxed(&recent_freed[i], (uintptr_t)p);
+  atomic_fetch_add_explicit(&_hak_stat_large_frees, 1, memory_order_relaxed);
+  large_account(0, seg->map_size);
+  if (seg->_pad == 1) {
+    huge_remove((uintptr_t)p);
+    _hak_os_unmap(seg, seg->map_size);
+    return;
+  }
+  _hak_segment_free(seg);
+}
+
+bool _hak_large_recently_freed(const void* p) {
+  for (unsigned i = 0; i < RECENT_N; i++)
+    if (hak_load_relaxed(&recent_freed[i]) == (uintptr_t)p) return true;
+  return false;
+}
+
+/* ---------------------------------------------------------------- realloc */
+void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
+  size_t off = seg->large_off;
+  size_t usable = seg->map_size - off;
+  if (size <= HAK_MEDIUM_MAX / 2 || (seg->_pad == 1 && size > usable)) {
+    /* becomes small (or a huge-aligned block grows): move by copy */
+    void* q = hak_malloc(size);
+    if (q == NULL) return NULL;
+    memcpy(q, p, size < usable ? size : usable);
+    hak_free(p);
+    return q;
+  }
+  size_t new_map = hak_align_up(off + size, HAK_OS_PAGE);
+  if (new_map <= seg->map_size) {
+    /* shrink: give back the tail pages when they are worth a syscall */
+    if (seg->map_size - new_map >= (size_t)64 * 1024 && seg->_pad == 0) {
+      if (_hak_os_unmap((uint8_t*)seg + new_map, seg->map_size - new_map)) {
+        large_account(0, seg->map_size - new_map);
+        seg->map_size = new_map;
+      }
+    }
+    seg->large_size = size;
+    return p;
+  }
+  /* grow in place when the following range is free */
+  if (_hak_os_remap(seg, seg->map_size, new_map, 0, NULL) != NULL) {
+    large_account(new_map - seg->map_size, 0);
+    seg->map_size = new_map;
+    seg->large_size = size;
+    return p;
+  }
+  /* move the pages to a fresh aligned range: no copy */
+  hak_segment_t* nseg = _hak_os_map_aligned(new_map, HAK_SEG_SIZE, NULL);
+  if (nseg == NULL || ((uintptr_t)nseg >> 47)) {
+    if (nseg) _hak_os_unmap(nseg, new_map);
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t old_map = seg->map_size;
+  if (_hak_os_remap(seg, old_map, new_map, MREMAP_MAYMOVE | MREMAP_FIXED, nseg) != nseg) {
+    _hak_os_unmap(nseg, new_map);
+    void* q = hak_malloc(size);   /* last resort: copy */
+    if (q == NULL) return NULL;
+    memcpy(q, p, usable);
+    hak_free(p);
+    return q;
+  }
+  _hak_segmap_set(seg, false);
+  nseg->map_size = new_map;
+  nseg->large_size = size;
+  _hak_segmap_set(nseg, true);
+  large_account(new_map - old_map, 0);
+  return (uint8_t*)nseg + off;
+}
+
+void _hak_large_fork_prepare(void) { pthread_mutex_lock(&huge_lock); }
+void _hak_large_fork_parent(void) { pthread_mutex_unlock(&huge_lock); }
+void _hak_large_fork_child(void) { pthread_mutex_init(&huge_lock, NULL); }

@@ -1,0 +1,125 @@
+/* The OS module: the only code that calls mmap, munmap, madvise, mprotect and
+ * mremap.  Every call is counted here (calls and bytes) so the syscall budget
+ * can be checked from hakmem's own statistics.
+ * Contract: functions return NULL/false on failure with errno set by the
+ * kernel; they never allocate and never print. */
+#include "internal.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static _Atomic(size_t) os_mmap_calls, os_munmap_calls, os_madvise_calls, os_mprotect_calls,
+    os_mremap_calls, os_mmap_bytes, os_munmap_bytes, os_madvise_bytes, os_mapped, os_peak_mapped;
+
+static void os_mapped_add(size_t n) {
+  size_t now = atomic_fetch_add_explicit(&os_mapped, n, memory_order_relaxed) + n;
+  size_t peak = hak_load_relaxed(&os_peak_mapped);
+  while (now > peak &&
+         !atomic_compare_exchange_weak_explicit(&os_peak_mapped, &peak, now, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+}
+static void os_mapped_sub(size_t n) { atomic_fetch_sub_explicit(&os_mapped, n, memory_order_relaxed); }
+#define os_count(c, n) atomic_fetch_add_explicit(&(c), (n), memory_order_relaxed)
+
+void* _hak_os_map(size_t size, void* hint) {
+  os_count(os_mmap_calls, 1);
+  void* p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  os_count(os_mmap_bytes, size);
+  os_mapped_add(size);
+  return p;
+}
+
+bool _hak_os_unmap(void* p, size_t size) {
+  if (size == 0) return true;
+  os_count(os_munmap_calls, 1);
+  if (munmap(p, size) != 0) return false;
+  os_count(os_munmap_bytes, size);
+  os_mapped_sub(size);
+  return true;
+}
+
+/* An aligned mapping: first try the hint (where the previous aligned mapping
+ * ended, so consecutive segments usually line up with one call); otherwise
+ * over-map and trim both ends. */
+void* _hak_os_map_aligned(size_t size, size_t align, void* hint) {
+  if (hint != NULL && ((uintptr_t)hint & (align - 1)) == 0) {
+    void* p = _hak_os_map(size, hint);
+    if (p == NULL) return NULL;
+    if (((uintptr_t)p & (align - 1)) == 0) return p;
+    _hak_os_unmap(p, size);
+  }
+  size_t over = size + align;
+  if (over < size) { errno = ENOMEM; return NULL; }
+  uint8_t* raw = _hak_os_map(over, NULL);
+  if (raw == NULL) return NULL;
+  uint8_t* aligned = (uint8_t*)hak_align_up((uintptr_t)raw, align);
+  size_t head = (size_t)(aligned - raw);
+  size_t tail = over - head - size;
+  if (head) _hak_os_unmap(raw, head);
+  if (tail) _hak_os_unmap(aligned + size, tail);
+  return aligned;
+}
+
+bool _hak_os_advise(void* p, size_t size, int advice) {
+  os_count(os_madvise_calls, 1);
+  if (madvise(p, size, advice) != 0) return false;
+  os_count(os_madvise_bytes, size);
+  return true;
+}
+
+void* _hak_os_remap(void* old, size_t old_size, size_t new_size, int flags, void* new_addr) {
+  os_count(os_mremap_calls, 1);
+  void* p = (flags & MREMAP_FIXED) ? mremap(old, old_size, new_size, flags, new_addr)
+                                   : mremap(old, old_size, new_size, flags);
+  if (p == MAP_FAILED) return NULL;
+  if (flags & MREMAP_FIXED) os_mapped_sub(old_size);   /* the target range was counted when mapped */
+  else if (new_size > old_size) os_mapped_add(new_size - old_size);
+  else os_mapped_sub(old_size - new_size);
+  return p;
+}
+
+bool _hak_os_protect(void* p, size_t size, int prot) {
+  os_count(os_mprotect_calls, 1);
+  return mprotect(p, size, prot) == 0;
+}
+
+/* Current RSS from /proc/self/statm (read with raw syscalls: no stdio). */
+size_t _hak_os_rss_bytes(void) {
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char* s = buf;
+  while (*s && *s != ' ') s++;
+  size_t pages = 0;
+  while (*s == ' ') s++;
+  while (*s >= '0' && *s <= '9') pages = pages * 10 + (size_t)(*s++ - '0');
+  return pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+size_t _hak_os_peak_rss_bytes(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return (size_t)ru.ru_maxrss * 1024;
+}
+
+hak_api void hak_os_stats(hak_os_stats_t* out) {
+  if (out == NULL) return;
+  out->mmap_calls = hak_load_relaxed(&os_mmap_calls);
+  out->munmap_calls = hak_load_relaxed(&os_munmap_calls);
+  out->madvise_calls = hak_load_relaxed(&os_madvise_calls);
+  out->mprotect_calls = hak_load_relaxed(&os_mprotect_calls);
+  out->mremap_calls = hak_load_relaxed(&os_mremap_calls);
+  out->mmap_bytes = hak_load_relaxed(&os_mmap_bytes);
+  out->munmap_bytes = hak_load_relaxed(&os_munmap_bytes);
+  out->madvise_bytes = hak_load_relaxed(&os_madvise_bytes);
+  out->mapped_bytes = hak_load_relaxed(&os_mapped);
+  out->peak_mapped_bytes = hak_load_relaxed(&os_peak_mapped);
+}

@@ -1,0 +1,130 @@
+/* SuperSlabs (segments): 4 MiB-aligned OS reservations.  A small segment is
+ * carved into 64 KiB slab pages owned by one heap; a large segment holds one
+ * large block.  Alignment makes pointer -> segment a mask, and the segment map
+ * makes "is this ours?" one bit test.  Empty segments go to a small cache,
+ * segments of exited threads to the abandoned list for adoption. */
+#include "internal.h"
+#include <errno.h>
+
+_Atomic(uint64_t) _hak_segmap[HAK_SEGMAP_WORDS];
+_Atomic(size_t) _hak_seg_count, _hak_seg_cached, _hak_seg_abandoned;
+
+static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;   /* cache + abandoned */
+static hak_segment_t* seg_cache;
+static hak_segment_t* seg_abandoned;
+static _Atomic(uintptr_t) seg_hint;
+
+void _hak_segmap_set(hak_segment_t* seg, bool on) {
+  uintptr_t a = (uintptr_t)seg;
+  uintptr_t w = a >> (HAK_SEG_SHIFT + 6);
+  if (w >= HAK_SEGMAP_WORDS) return;   /* never produced by mmap without a high hint */
+  uint64_t bit = (uint64_t)1 << ((a >> HAK_SEG_SHIFT) & 63);
+  if (on) atomic_fetch_or_explicit(&_hak_segmap[w], bit, memory_order_release);
+  else atomic_fetch_and_explicit(&_hak_segmap[w], ~bit, memory_order_release);
+}
+
+static hak_segment_t* seg_map_new(size_t map_size) {
+  uintptr_t last = hak_load_relaxed(&seg_hint);
+  void* hint = NULL;
+  if (last > map_size + HAK_SEG_SIZE)
+    hint = (void*)((last - map_size) & ~(uintptr_t)HAK_SEG_MASK);
+  hak_segment_t* seg = _hak_os_map_aligned(map_size, HAK_SEG_SIZE, hint);
+  if (seg == NULL) return NULL;
+  if ((uintptr_t)seg >> 47) {   /* outside the segment map: unusable */
+    _hak_os_unmap(seg, map_size);
+    errno = ENOMEM;
+    return NULL;
+  }
+  hak_store_relaxed(&seg_hint, (uintptr_t)seg);
+  atomic_fetch_add_explicit(&_hak_seg_count, 1, memory_order_relaxed);
+  return seg;
+}
+
+hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kind_t kind) {
+  hak_segment_t* seg = NULL;
+  if (kind == HAK_SEG_SMALL && hak_load_relaxed(&_hak_seg_cached) > 0) {
+    pthread_mutex_lock(&seg_lock);
+    seg = seg_cache;
+    if (seg) {
+      seg_cache = seg->next;
+      atomic_fetch_sub_explicit(&_hak_seg_cached, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&seg_lock);
+  }
+  if (seg == NULL) {
+    seg = seg_map_new(map_size);
+    if (seg == NULL) return NULL;
+    _hak_segmap_set(seg, true);
+  }
+  /* A fresh mapping is zero: every slab descriptor reads HAK_OWNER_UNUSED.
+   * A cached segment had every slab released, which zeroes descriptors too. */
+  seg->kind = kind;
+  seg->used_pages = 0;
+  seg->free_pages = kind == HAK_SEG_SMALL ? ~(uint64_t)1 : 0;
+  seg->heap = NULL;
+  seg->next = seg->prev = NULL;
+  seg->map_size = map_size;
+  seg->large_off = large_off;
+  seg->large_size = 0;
+  return seg;
+}
+
+void _hak_segment_free(hak_segment_t* seg) {
+  if (seg->kind == HAK_SEG_SMALL && hak_load_relaxed(&_hak_seg_cached) < (size_t)hak_opt(SEG_CACHE)) {
+    pthread_mutex_lock(&seg_lock);
+    seg->heap = NULL;
+    seg->next = seg_cache;
+    seg_cache = seg;
+    atomic_fetch_add_explicit(&_hak_seg_cached, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&seg_lock);
+    return;
+  }
+  _hak_segmap_set(seg, false);
+  atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
+  _hak_os_unmap(seg, seg->map_size);
+}
+
+/* Unmap cached empty segments beyond `keep`. */
+void _hak_segment_cache_trim(size_t keep) {
+  for (;;) {
+    pthread_mutex_lock(&seg_lock);
+    hak_segment_t* seg = NULL;
+    if (hak_load_relaxed(&_hak_seg_cached) > keep && seg_cache != NULL) {
+      seg = seg_cache;
+      seg_cache = seg->next;
+      atomic_fetch_sub_explicit(&_hak_seg_cached, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&seg_lock);
+    if (seg == NULL) return;
+    _hak_segmap_set(seg, false);
+    atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
+    _hak_os_unmap(seg, seg->map_size);
+  }
+}
+
+void _hak_abandoned_push(hak_segment_t* seg) {
+  pthread_mutex_lock(&seg_lock);
+  seg->heap = NULL;
+  seg->prev = NULL;
+  seg->next = seg_abandoned;
+  seg_abandoned = seg;
+  atomic_fetch_add_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
+  pthread_mutex_unlock(&seg_lock);
+}
+
+hak_segment_t* _hak_abandoned_pop(void) {
+  if (hak_load_relaxed(&_hak_seg_abandoned) == 0) return NULL;
+  pthread_mutex_lock(&seg_lock);
+  hak_segment_t* seg = seg_abandoned;
+  if (seg) {
+    seg_abandoned = seg->next;
+    seg->next = NULL;
+    atomic_fetch_sub_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&seg_lock);
+  return seg;
+}
+
+void _hak_segments_fork_prepare(void) { pthread_mutex_lock(&seg_lock); }
+void _hak_segments_fork_parent(void) { pthread_mutex_unlock(&seg_lock); }
+void _hak_segments_fork_child(void) { pthread_mutex_init(&seg_lock, NULL); }

@@ -1,0 +1,106 @@
+/* Statistics: per-class malloc counts (kept per heap on the fast path: one
+ * add to a line the heap already holds), large-block and segment counters,
+ * and the OS module's call and byte counts.  Printed at exit with
+ * HAKMEM_STATS=1, on demand with hakmem_stats_print(), and by malloc_stats(). */
+#include "internal.h"
+#include <unistd.h>
+
+_Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES];
+_Atomic(size_t) _hak_stat_slab_pages;
+
+static void sum_heap(hak_heap_t* h, void* arg) {
+  uint64_t* acc = arg;
+  for (size_t c = 0; c < HAK_NCLASSES; c++) acc[c] += __atomic_load_n(&h->nmalloc[c], __ATOMIC_RELAXED);
+}
+
+typedef struct { char* buf; size_t len, cap; } sbuf_t;
+static void sb_add(sbuf_t* sb, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(sbuf_t* sb, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (sb->len < sb->cap) {
+    int n = vsnprintf(sb->buf + sb->len, sb->cap - sb->len, fmt, ap);
+    if (n > 0) sb->len += (size_t)n < sb->cap - sb->len ? (size_t)n : sb->cap - sb->len - 1;
+  }
+  va_end(ap);
+}
+
+static size_t stats_format(char* buf, size_t cap) {
+  sbuf_t sb = {buf, 0, cap};
+  uint64_t per[HAK_NCLASSES] = {0};
+  _hak_heaps_foreach(sum_heap, per);
+  static const char* const prof[] = {"speed", "balanced", "lean"};
+  long long pr = hak_opt(PROFILE);
+  sb_add(&sb, "hakmem: stats (version %s, pid %d, profile %s)\n", HAKMEM_VERSION, (int)getpid(),
+         pr >= 0 && pr < 3 ? prof[pr] : "?");
+  sb_add(&sb, "classes: size mallocs\n");
+  uint64_t total = 0;
+  for (size_t c = 0; c < HAK_NCLASSES; c++) {
+    uint64_t n = per[c] + hak_load_relaxed(&_hak_stat_nmalloc_dead[c]);
+    total += n;
+    if (n) sb_add(&sb, "  class %2zu %7u B %14llu\n", c, _hak_class_size[c], (unsigned long long)n);
+  }
+  sb_add(&sb, "small: mallocs=%llu slab_pages=%zu (%zu KiB)\n", (unsigned long long)total,
+         hak_load_relaxed(&_hak_stat_slab_pages), hak_load_relaxed(&_hak_stat_slab_pages) * (HAK_PAGE_SIZE / 1024));
+  sb_add(&sb, "large: allocs=%llu frees=%llu live_bytes=%llu peak_bytes=%llu\n",
+         (unsigned long long)hak_load_relaxed(&_hak_stat_large_allocs),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_large_frees),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_large_bytes),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_large_peak_bytes));
+  sb_add(&sb, "segments: live=%zu cached=%zu abandoned=%zu\n", hak_load_relaxed(&_hak_seg_count),
+         hak_load_relaxed(&_hak_seg_cached), hak_load_relaxed(&_hak_seg_abandoned));
+  hak_os_stats_t os;
+  hak_os_stats(&os);
+  sb_add(&sb, "os: mmap=%zu munmap=%zu madvise=%zu mprotect=%zu mremap=%zu\n", os.mmap_calls, os.munmap_calls,
+         os.madvise_calls, os.mprotect_calls, os.mremap_calls);
+  sb_add(&sb, "os-bytes: mmap=%zu munmap=%zu madvise=%zu mapped=%zu peak_mapped=%zu\n", os.mmap_bytes,
+         os.munmap_bytes, os.madvise_bytes, os.mapped_bytes, os.peak_mapped_bytes);
+  sb_add(&sb, "rss: current=%zu peak=%zu\n", _hak_os_rss_bytes(), _hak_os_peak_rss_bytes());
+  return sb.len;
+}
+
+static void write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w <= 0) return;
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+hak_api void hakmem_stats_print(FILE* out) {
+  char buf[8192];
+  size_t n = stats_format(buf, sizeof buf);
+  if (out == NULL || out == stderr) {
+    if (out) fflush(out);
+    write_all(2, buf, n);
+  } else {
+    fwrite(buf, 1, n, out);
+    fflush(out);
+  }
+}
+
+hak_api void hak_malloc_stats(void) { hakmem_stats_print(stderr); }
+
+void _hak_stats_at_exit(void) {
+  char buf[8192];
+  size_t n = stats_format(buf, sizeof buf);
+  write_all(2, buf, n);
+}
+
+hak_api struct mallinfo2 hak_mallinfo2(void) {
+  struct mallinfo2 mi;
+  memset(&mi, 0, sizeof mi);
+  hak_os_stats_t os;
+  hak_os_stats(&os);
+  size_t large = (size_t)hak_load_relaxed(&_hak_stat_large_bytes);
+  size_t small = hak_load_relaxed(&_hak_stat_slab_pages) * HAK_PAGE_SIZE;
+  mi.arena = os.mapped_bytes;
+  mi.ordblks = hak_load_relaxed(&_hak_seg_count);
+  mi.hblks = (size_t)(hak_load_relaxed(&_hak_stat_large_allocs) - hak_load_relaxed(&_hak_stat_large_frees));
+  mi.hblkhd = large;
+  mi.uordblks = small + large;
+  mi.fordblks = os.mapped_bytes > small + large ? os.mapped_bytes - small - large : 0;
+  mi.usmblks = os.peak_mapped_bytes;
+  return mi;
+}
