@@ -35,7 +35,7 @@ hak_inline void hak_free_inline(void* p, const char* op) {
     if (hak_likely(hak_load_relaxed(&s->xowner) == (uintptr_t)h)) {
       hak_block_t* b = (hak_block_t*)p;
       uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
-      if (hak_likely(off < s->bump && ((off * s->recip) >> 48) * s->bsize == off &&
+      if (hak_likely(off < s->bump && hak_is_block_start(s, off) &&
                      b->cookie != hak_cookie(b))) {
         b->next = s->free;
         b->cookie = hak_cookie(b);

@@ -94,11 +94,12 @@ static void slab_collect(hak_slab_t* s) {
 /* Carve up to ~4 KiB (at least 4 blocks) of never-used blocks: touching the
  * slab lazily keeps fresh memory unfaulted until it is needed. */
 static bool slab_extend(hak_slab_t* s) {
-  if (s->bump >= s->limit) return false;
+  uint32_t limit = hak_slab_limit(s);
+  if (s->bump >= limit) return false;
   uint32_t bsize = s->bsize;
   uint32_t count = 4096 / bsize;
   if (count < 4) count = 4;
-  uint32_t left = (s->limit - s->bump) / bsize;
+  uint32_t left = (limit - s->bump) / bsize;
   if (count > left) count = left;
   uint8_t* p = slab_start(s) + s->bump;
   hak_block_t* first = (hak_block_t*)p;
@@ -163,9 +164,8 @@ static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls)
   s->free = NULL;
   s->used = 0;
   s->bsize = bsize;
-  s->recip = (((uint64_t)1 << 48) + bsize - 1) / bsize;
+  s->recip = UINT64_MAX / bsize + 1;
   s->bump = 0;
-  s->limit = (uint32_t)((((size_t)npages << HAK_PAGE_SHIFT) / bsize) * bsize);
   s->cls = (uint8_t)cls;
   s->npages = (uint8_t)npages;
   s->head_off = 0;
@@ -188,7 +188,7 @@ static void slab_release(hak_heap_t* h, hak_slab_t* s) {
     hak_slab_t* t = &seg->slabs[idx + i];
     hak_store_relaxed(&t->xowner, HAK_OWNER_UNUSED);
     t->free = NULL;
-    t->used = t->bsize = t->bump = t->limit = 0;
+    t->used = t->bsize = t->bump = 0;
     t->npages = t->head_off = t->cls = 0;
   }
   uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
@@ -319,8 +319,7 @@ static hak_slab_t* slab_of_checked(hak_segment_t* seg, const void* p, const char
     return NULL;
   }
   size_t off = (size_t)((const uint8_t*)p - slab_start(s));
-  size_t q = (size_t)(((uint64_t)off * s->recip) >> 48);
-  if (off >= s->limit || q * s->bsize != off) {
+  if (off >= hak_slab_limit(s) || !hak_is_block_start(s, off)) {
     _hak_invalid_pointer(op, p, "not the start of a block");
     return NULL;
   }
@@ -328,7 +327,7 @@ static hak_slab_t* slab_of_checked(hak_segment_t* seg, const void* p, const char
 }
 
 static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
-  uint32_t cap = s->limit / s->bsize, n = 0;
+  uint32_t cap = hak_slab_limit(s) / s->bsize, n = 0;
   for (const hak_block_t* q = s->free; q != NULL && n <= cap; q = q->next, n++)
     if (q == b) return true;
   /* never-carved blocks also carry no valid cookie; carved ones do */
@@ -453,7 +452,7 @@ bool _hak_is_live_block(const void* p) {
   }
   if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return false;
   size_t off = (size_t)((const uint8_t*)p - slab_start(s));
-  if (off >= s->limit || (size_t)((off * s->recip) >> 48) * s->bsize != off) return false;
+  if (off >= hak_slab_limit(s) || !hak_is_block_start(s, off)) return false;
   if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)hak_heap_get() && off >= s->bump) return false;
   const hak_block_t* b = p;
   return b->cookie != hak_cookie(b);
@@ -576,7 +575,7 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
     slab_collect(s);
     if (s->used == 0) {
       slab_release(h, s);
-    } else if (s->free != NULL || s->bump < s->limit) {
+    } else if (s->free != NULL || s->bump < hak_slab_limit(s)) {
       avail_push(h, s);
     } else {
       slab_set_full(h, s);

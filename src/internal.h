@@ -109,15 +109,15 @@ struct hak_heap_s;
 typedef struct hak_slab_s {
   hak_block_t* free;                 /* owner: blocks ready to hand out */
   _Atomic(uintptr_t) xowner;         /* heap | flags, or a special value */
-  uint32_t used;                     /* blocks out (incl. pending remote frees) */
-  uint32_t bsize;                    /* block size */
-  uint64_t recip;                    /* ceil(2^48 / bsize): division-free modulo */
-  uint32_t bump;                     /* byte offset of the first never-carved block */
-  uint32_t limit;                    /* capacity * bsize */
-  uint8_t  cls, npages, head_off, _pad[5];
+  uint64_t recip;                    /* UINT64_MAX / bsize + 1: off is a block start
+                                        iff off * recip < recip (Lemire et al.) */
   _Atomic(hak_block_t*) xthread_free;/* remote frees, pushed lock-free */
   struct hak_slab_s* next;           /* heap avail/full list */
   struct hak_slab_s* prev;
+  uint32_t used;                     /* blocks out (incl. pending remote frees) */
+  uint32_t bsize;                    /* block size */
+  uint32_t bump;                     /* byte offset of the first never-carved block */
+  uint8_t  cls, npages, head_off, _pad;
 } hak_slab_t;
 
 /* ---------------------------------------------------------------- segments */
@@ -140,9 +140,15 @@ typedef struct hak_segment_s {
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;
 
-_Static_assert(sizeof(hak_slab_t) == 72, "slab descriptor layout");
+_Static_assert(sizeof(hak_slab_t) == 64, "slab descriptor layout");
 _Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR, "segment header fits");
 _Static_assert(sizeof(hak_segment_t) <= HAK_PAGE_SIZE, "segment header in page 0");
+
+/* Bytes of blocks a slab holds: capacity * bsize. */
+hak_inline uint32_t hak_slab_limit(const hak_slab_t* s) {
+  return s->bsize ? (uint32_t)((((size_t)s->npages << HAK_PAGE_SHIFT) / s->bsize) * s->bsize) : 0;
+}
+hak_inline bool hak_is_block_start(const hak_slab_t* s, uint64_t off) { return off * s->recip < s->recip; }
 
 hak_inline hak_segment_t* hak_segment_of(const void* p) {
   return (hak_segment_t*)((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK);
