@@ -22,7 +22,7 @@ RELEASE_CFLAGS := -O2 -g -DNDEBUG $(LIB_CFLAGS_COMMON)
 DEBUG_CFLAGS   := -O0 -g3 -DHAK_DEBUG=2 $(LIB_CFLAGS_COMMON)
 ASAN_CFLAGS    := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DHAK_DEBUG=1 -DHAK_NO_OVERRIDE $(LIB_CFLAGS_COMMON)
 TSAN_CFLAGS    := -O1 -g -fsanitize=thread -DHAK_DEBUG=1 -DHAK_NO_OVERRIDE $(LIB_CFLAGS_COMMON)
-LIB_LDFLAGS    := -shared -pthread -Wl,-z,now -Wl,--version-script=src/exports.map -Wl,-soname,libhakmem.so
+LIB_LDFLAGS    := -shared -pthread -Wl,-z,now -Wl,--version-script=src/exports.map -Wl,-soname,libhakmem.so.0
 
 .PHONY: all debug asan tsan test bench install clean
 all: $(BUILD)/libhakmem.so $(BUILD)/libhakmem.a $(BUILD)/hakmem

@@ -1,0 +1,50 @@
+# hakmem — install / uninstall (included by the top-level Makefile).
+#   make install   [PREFIX=/usr/local] [DESTDIR=] [LIBDIR=] [INCLUDEDIR=] [BINDIR=]
+#   make uninstall (same variables)
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+BINDIR       ?= $(PREFIX)/bin
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+CMAKEDIR     ?= $(LIBDIR)/cmake/hakmem
+INSTALL      ?= install
+
+HAK_VERSION := $(shell sed -n 's/^.define HAKMEM_VERSION "\(.*\)"/\1/p' include/hakmem.h)
+HAK_SOMAJOR := $(firstword $(subst ., ,$(HAK_VERSION)))
+HAK_comma   := ,
+HAK_SONAME  := $(patsubst -Wl$(HAK_comma)-soname$(HAK_comma)%,%,$(filter -Wl$(HAK_comma)-soname$(HAK_comma)%,$(LIB_LDFLAGS)))
+HAK_SONAME  := $(or $(HAK_SONAME),libhakmem.so)
+HAK_REALNAME := libhakmem.so.$(HAK_VERSION)
+# Pointer size of the target, for the CMake version check (evaluated on use).
+HAK_SIZEOF_VOID_P = $(shell echo __SIZEOF_POINTER__ | $(CC) -E -P -x c - 2>/dev/null | tr -d ' \n')
+# In hakmem.pc, paths under PREFIX are written relative to ${prefix}.
+HAK_PC_LIBDIR := $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
+HAK_PC_INCDIR := $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
+
+HAK_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(HAK_VERSION)|g' \
+  -e 's|@SONAME@|$(HAK_SONAME)|g' -e 's|@SIZEOF_VOID_P@|$(HAK_SIZEOF_VOID_P)|g'
+HAK_INSTALLED := \
+  $(LIBDIR)/$(HAK_REALNAME) $(LIBDIR)/libhakmem.so.$(HAK_SOMAJOR) $(LIBDIR)/libhakmem.so \
+  $(LIBDIR)/libhakmem.a $(INCLUDEDIR)/hakmem.h $(BINDIR)/hakmem $(PKGCONFIGDIR)/hakmem.pc \
+  $(CMAKEDIR)/hakmemConfig.cmake $(CMAKEDIR)/hakmemConfigVersion.cmake
+
+.PHONY: install uninstall
+install: all
+	@test -n "$(HAK_VERSION)" || { echo "install: no HAKMEM_VERSION in include/hakmem.h" >&2; exit 1; }
+	$(INSTALL) -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) \
+	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
+	$(INSTALL) -m 644 $(BUILD)/libhakmem.so $(DESTDIR)$(LIBDIR)/$(HAK_REALNAME)
+	ln -sf $(HAK_REALNAME) $(DESTDIR)$(LIBDIR)/libhakmem.so.$(HAK_SOMAJOR)
+	ln -sf libhakmem.so.$(HAK_SOMAJOR) $(DESTDIR)$(LIBDIR)/libhakmem.so
+	$(INSTALL) -m 644 $(BUILD)/libhakmem.a $(DESTDIR)$(LIBDIR)/libhakmem.a
+	$(INSTALL) -m 644 include/hakmem.h $(DESTDIR)$(INCLUDEDIR)/hakmem.h
+	sed -e 's|@LIBDIR_DEFAULT@|$(LIBDIR)|' tools/hakmem.in > $(DESTDIR)$(BINDIR)/hakmem.tmp
+	chmod 755 $(DESTDIR)$(BINDIR)/hakmem.tmp && mv -f $(DESTDIR)$(BINDIR)/hakmem.tmp $(DESTDIR)$(BINDIR)/hakmem
+	$(HAK_SUBST) -e 's|@LIBDIR@|$(HAK_PC_LIBDIR)|g' -e 's|@INCLUDEDIR@|$(HAK_PC_INCDIR)|g' \
+	  pkg/hakmem.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/hakmem.pc
+	$(HAK_SUBST) -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	  pkg/hakmemConfig.cmake.in > $(DESTDIR)$(CMAKEDIR)/hakmemConfig.cmake
+	$(HAK_SUBST) pkg/hakmemConfigVersion.cmake.in > $(DESTDIR)$(CMAKEDIR)/hakmemConfigVersion.cmake
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(HAK_INSTALLED))
+	rmdir $(DESTDIR)$(CMAKEDIR) 2>/dev/null || true
