@@ -18,7 +18,7 @@ typedef enum { HAK_INVALID_ABORT = 0, HAK_INVALID_WARN = 1, HAK_INVALID_IGNORE =
     "print the effective options at start-up") \
   X(INVALID_FREE, "HAKMEM_INVALID_FREE", ENUM_INVALID, 0, 0, 0, 0, 2, \
     "on a detected invalid or double free: abort | warn | ignore") \
-  X(SEG_CACHE,    "HAKMEM_SEG_CACHE",    INT, 16, 8, 1, 0, 1024, \
+  X(SEG_CACHE,    "HAKMEM_SEG_CACHE",    INT, 16, 4, 0, 0, 1024, \
     "empty 4 MiB SuperSlabs kept mapped for reuse (process-wide)")
 
 typedef enum {
