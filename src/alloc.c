@@ -12,13 +12,13 @@ hak_inline void* hak_malloc_inline(size_t n) {
   if (hak_likely(n <= HAK_SMALL_FAST_MAX)) cls = hak_class_of_small(n);
   else if (n <= HAK_MEDIUM_MAX) cls = hak_class_of(n);
   else return _hak_malloc_generic(h, n, 0);
-  hak_slab_t* s = h->cur[cls];
+  hak_slab_t* s = h->cls[cls].cur;
   hak_block_t* b = s->free;
   if (hak_likely(b != NULL)) {
     s->free = b->next;
     s->used++;
     b->cookie = 0;
-    h->nmalloc[cls]++;
+    h->cls[cls].nmalloc++;
     return b;
   }
   return _hak_malloc_generic(h, n, 0);

@@ -8,7 +8,7 @@
 #include <errno.h>
 
 hak_slab_t _hak_slab_empty;
-hak_heap_t _hak_heap_empty = {.cur = {[0 ... HAK_NCLASSES - 1] = &_hak_slab_empty}};
+hak_heap_t _hak_heap_empty = {.cls = {[0 ... HAK_NCLASSES - 1] = {.cur = &_hak_slab_empty}}};
 __thread hak_heap_t* _hak_tls_heap __attribute__((tls_model("initial-exec"))) = &_hak_heap_empty;
 
 /* ---------------------------------------------------------------- size class tables */
@@ -53,14 +53,14 @@ static void list_push(hak_slab_t** head, hak_slab_t* s) {
 }
 /* The avail list of a class has cur[cls] as head; empty means &_hak_slab_empty. */
 static void avail_remove(hak_heap_t* h, hak_slab_t* s) {
-  hak_slab_t* head = h->cur[s->cls] == &_hak_slab_empty ? NULL : h->cur[s->cls];
+  hak_slab_t* head = h->cls[s->cls].cur == &_hak_slab_empty ? NULL : h->cls[s->cls].cur;
   list_remove(&head, s);
-  h->cur[s->cls] = head ? head : &_hak_slab_empty;
+  h->cls[s->cls].cur = head ? head : &_hak_slab_empty;
 }
 static void avail_push(hak_heap_t* h, hak_slab_t* s) {
-  hak_slab_t* head = h->cur[s->cls] == &_hak_slab_empty ? NULL : h->cur[s->cls];
+  hak_slab_t* head = h->cls[s->cls].cur == &_hak_slab_empty ? NULL : h->cls[s->cls].cur;
   list_push(&head, s);
-  h->cur[s->cls] = head;
+  h->cls[s->cls].cur = head;
 }
 static void seglist_remove(hak_segment_t** head, hak_segment_t* g) {
   if (g->prev) g->prev->next = g->next;
@@ -236,23 +236,23 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls) {
 }
 
 static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls) {
-  hak_slab_t* s = h->cur[cls];
+  hak_slab_t* s = h->cls[cls].cur;
   for (;;) {
     if (s != &_hak_slab_empty) {
       if (slab_refill(s)) break;
       slab_mark_full(h, s);
-      s = h->cur[cls];
+      s = h->cls[cls].cur;
       continue;
     }
     if (hak_load_relaxed(&h->xremote_hint)) {
       heap_scan_full(h);
-      s = h->cur[cls];
+      s = h->cls[cls].cur;
       if (s != &_hak_slab_empty) continue;
     }
     hak_segment_t* ab = _hak_abandoned_pop();
     if (ab != NULL) {
       heap_adopt(h, ab);
-      s = h->cur[cls];
+      s = h->cls[cls].cur;
       continue;
     }
     s = slab_new(h, cls);
@@ -266,7 +266,7 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls) {
   s->free = b->next;
   s->used++;
   b->cookie = 0;
-  h->nmalloc[cls]++;
+  h->cls[cls].nmalloc++;
   return b;
 }
 
@@ -408,7 +408,7 @@ void _hak_free_generic(void* p, const char* op) {
 /* The last block of a slab came back.  Keep the slab if it is the class's
  * only one (so a malloc/free ping-pong does not re-carve), else release it. */
 void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
-  if (h->cur[s->cls] == s && s->next == NULL) return;
+  if (h->cls[s->cls].cur == s && s->next == NULL) return;
   if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
   else avail_remove(h, s);
   slab_release(h, s);
@@ -468,8 +468,8 @@ static size_t heap_chunk_left;
 
 static void heap_reset(hak_heap_t* h) {
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
-    h->cur[c] = &_hak_slab_empty;
-    h->nmalloc[c] = 0;
+    h->cls[c].cur = &_hak_slab_empty;
+    h->cls[c].nmalloc = 0;
   }
   h->full = NULL;
   h->segs = h->segs_full = NULL;
@@ -531,16 +531,16 @@ static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
 void _hak_heap_abandon(hak_heap_t* h) {
   if (h == NULL || h == &_hak_heap_empty) return;
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
-    hak_slab_t* s = h->cur[c] == &_hak_slab_empty ? NULL : h->cur[c];
-    h->cur[c] = &_hak_slab_empty;
+    hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
+    h->cls[c].cur = &_hak_slab_empty;
     while (s) {
       hak_slab_t* next = s->next;
       s->next = s->prev = NULL;
       slab_abandon(h, s);
       s = next;
     }
-    atomic_fetch_add_explicit(&_hak_stat_nmalloc_dead[c], h->nmalloc[c], memory_order_relaxed);
-    h->nmalloc[c] = 0;
+    atomic_fetch_add_explicit(&_hak_stat_nmalloc_dead[c], h->cls[c].nmalloc, memory_order_relaxed);
+    h->cls[c].nmalloc = 0;
   }
   hak_slab_t* s = h->full;
   h->full = NULL;
@@ -597,7 +597,7 @@ void _hak_collect_heap(hak_heap_t* h) {
   while ((ab = _hak_abandoned_pop()) != NULL) heap_adopt(h, ab);
   heap_scan_full(h);
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
-    hak_slab_t* s = h->cur[c] == &_hak_slab_empty ? NULL : h->cur[c];
+    hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
     while (s) {
       hak_slab_t* next = s->next;
       slab_collect(s);

@@ -168,8 +168,10 @@ hak_inline bool hak_segmap_contains(const void* p) {
 
 /* ---------------------------------------------------------------- heaps */
 typedef struct hak_heap_s {
-  hak_slab_t* cur[HAK_NCLASSES];     /* first slab with room, per class (never NULL) */
-  uint64_t    nmalloc[HAK_NCLASSES]; /* statistics: blocks handed out per class */
+  struct {
+    hak_slab_t* cur;                 /* first slab with room (never NULL) */
+    uint64_t nmalloc;                /* statistics: blocks handed out (same line) */
+  } cls[HAK_NCLASSES];
   hak_slab_t* full;                  /* slabs without room */
   hak_segment_t* segs;               /* owned segments with free pages */
   hak_segment_t* segs_full;          /* owned segments without free pages */

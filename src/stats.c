@@ -10,7 +10,7 @@ _Atomic(size_t) _hak_stat_slab_pages;
 
 static void sum_heap(hak_heap_t* h, void* arg) {
   uint64_t* acc = arg;
-  for (size_t c = 0; c < HAK_NCLASSES; c++) acc[c] += __atomic_load_n(&h->nmalloc[c], __ATOMIC_RELAXED);
+  for (size_t c = 0; c < HAK_NCLASSES; c++) acc[c] += __atomic_load_n(&h->cls[c].nmalloc, __ATOMIC_RELAXED);
 }
 
 typedef struct { char* buf; size_t len, cap; } sbuf_t;
