@@ -101,7 +101,7 @@ hak_api void* hak_realloc(void* p, size_t n) {
   }
   if (hak_segmap_contains(p)) {
     hak_segment_t* seg = hak_segment_of(p);
-    if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off)
+    if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1)
       return _hak_large_realloc(seg, p, n);
   }
   size_t usable = _hak_usable_size(p, "realloc");
@@ -171,7 +171,12 @@ hak_api size_t hak_malloc_usable_size(const void* p) { return _hak_usable_size(p
 
 hak_api int hak_owns(const void* p) { return _hak_is_live_block(p); }
 
+/* Give back every cached and empty page now: the BigCache and the release
+ * batch, this thread's empty slabs and free pages (after adopting abandoned
+ * segments), and the cached SuperSlabs. */
 hak_api void hak_collect(void) {
+  _hak_bigcache_expire(0);
+  _hak_batch_flush();
   _hak_collect_heap(hak_heap_get());
   _hak_segment_cache_trim(0);
 }

@@ -196,6 +196,8 @@ static void slab_release(hak_heap_t* h, hak_slab_t* s) {
   atomic_fetch_sub_explicit(&_hak_stat_slab_pages, n, memory_order_relaxed);
   seg->free_pages |= mask;
   seg->used_pages -= n;
+  if (seg->used_pages != 0 || hak_load_relaxed(&_hak_seg_cached) < (size_t)hak_opt(SEG_CACHE))
+    _hak_pages_freed(seg, mask);   /* else the whole segment is unmapped just below */
   if (was_full) {
     seglist_remove(&h->segs_full, seg);
     seglist_push(&h->segs, seg);
@@ -226,6 +228,7 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls) {
   uint64_t mask = (((uint64_t)1 << npages) - 1) << idx;
   seg->free_pages &= ~mask;
   seg->used_pages += npages;
+  _hak_pages_reused(seg, mask);
   if (seg->free_pages == 0) {
     seglist_remove(&h->segs, seg);
     seglist_push(&h->segs_full, seg);
@@ -255,6 +258,7 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls) {
       s = h->cls[cls].cur;
       continue;
     }
+    _hak_heap_release_tick(h);
     s = slab_new(h, cls);
     if (s == NULL) {
       errno = ENOMEM;
@@ -412,6 +416,7 @@ void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
   if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
   else avail_remove(h, s);
   slab_release(h, s);
+  _hak_heap_release_tick(h);
 }
 
 /* ---------------------------------------------------------------- queries */
@@ -425,8 +430,8 @@ size_t _hak_usable_size(const void* p, const char* op) {
   }
   hak_segment_t* seg = hak_segment_of(p);
   if (seg->kind == HAK_SEG_LARGE) {
-    if ((const uint8_t*)p != (uint8_t*)seg + seg->large_off) {
-      _hak_invalid_pointer(op, p, "not the start of a block");
+    if ((const uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1) {
+      _hak_invalid_pointer(op, p, seg->used_pages != 1 ? "block was freed" : "not the start of a block");
       return 0;
     }
     return _hak_large_usable(seg);
@@ -442,7 +447,7 @@ bool _hak_is_live_block(const void* p) {
     return _hak_huge_aligned_lookup(p, &hs);
   }
   hak_segment_t* seg = hak_segment_of(p);
-  if (seg->kind == HAK_SEG_LARGE) return (const uint8_t*)p == (uint8_t*)seg + seg->large_off;
+  if (seg->kind == HAK_SEG_LARGE) return (const uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1;
   size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT;
   const hak_slab_t* s = &seg->slabs[idx];
   uintptr_t xo = hak_load_acquire(&s->xowner);
@@ -473,6 +478,7 @@ static void heap_reset(hak_heap_t* h) {
   }
   h->full = NULL;
   h->segs = h->segs_full = NULL;
+  h->next_release_ms = 0;
   hak_store_relaxed(&h->xremote_hint, 0);
 }
 
@@ -608,6 +614,8 @@ void _hak_collect_heap(hak_heap_t* h) {
       s = next;
     }
   }
+  for (int pass = 0; pass < 2; pass++)
+    for (hak_segment_t* seg = pass ? h->segs_full : h->segs; seg; seg = seg->next) _hak_segment_decommit_free_pages(seg);
 }
 
 /* ---------------------------------------------------------------- fork */

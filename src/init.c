@@ -104,13 +104,19 @@ static void fork_prepare(void) {
   _hak_heaps_fork_prepare();
   _hak_segments_fork_prepare();
   _hak_large_fork_prepare();
+  _hak_bigcache_fork_prepare();
+  _hak_release_fork_prepare();
 }
 static void fork_parent(void) {
+  _hak_release_fork_parent();
+  _hak_bigcache_fork_parent();
   _hak_large_fork_parent();
   _hak_segments_fork_parent();
   _hak_heaps_fork_parent();
 }
 static void fork_child(void) {
+  _hak_release_fork_child();
+  _hak_bigcache_fork_child();
   _hak_large_fork_child();
   _hak_segments_fork_child();
   _hak_heaps_fork_child(_hak_tls_heap);
@@ -140,6 +146,7 @@ void _hak_process_init(void) {
   _hak_options_init();
   if (pthread_key_create(&thread_key, thread_done) == 0) hak_store_release(&thread_key_ok, 1);
   hak_store_release(&_hak_initialized, 2);
+  if (hak_opt(PREWARM) > 0) _hak_segments_prewarm((size_t)hak_opt(PREWARM));
   /* may allocate (it does not in glibc for the first handlers): after state 2 */
   pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

@@ -134,9 +134,12 @@ typedef struct hak_segment_s {
   /* large blocks */
   size_t large_off;                  /* block address - segment address */
   size_t large_size;                 /* requested size */
-  uint32_t large_fresh;              /* never written since mmap (calloc skips memset) */
-  uint32_t _pad;
-  uint64_t _pad2[6];
+  uint32_t large_fresh;              /* zero-filled: never written since mmap/DONTNEED */
+  uint32_t huge_aligned;             /* in the huge-alignment table, not the segment map */
+  uint64_t dirty_pages;              /* free pages still resident (release policy) */
+  uint64_t dirty_since;              /* ms when dirty_pages last became non-empty */
+  size_t large_peak;                 /* largest size this mapping served (touched extent) */
+  uint64_t _pad2[3];
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;
 
@@ -178,6 +181,7 @@ typedef struct hak_heap_s {
   _Atomic(uintptr_t) xremote_hint;   /* a remote free hit a full slab */
   struct hak_heap_s* next_all;       /* registry of all heaps (fork, stats) */
   struct hak_heap_s* next_free;      /* heap pool */
+  uint64_t next_release_ms;          /* release policy: next periodic check */
   uint32_t in_use;
   uint32_t _pad;
 } hak_heap_t;
@@ -221,6 +225,8 @@ void  _hak_segmap_set(hak_segment_t* seg, bool on);
 hak_segment_t* _hak_abandoned_pop(void);
 void  _hak_abandoned_push(hak_segment_t* seg);
 void  _hak_segment_cache_trim(size_t keep);
+void  _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms);
+void  _hak_segments_prewarm(size_t bytes);
 void  _hak_segments_fork_prepare(void);
 void  _hak_segments_fork_parent(void);
 void  _hak_segments_fork_child(void);
@@ -236,6 +242,33 @@ bool  _hak_large_recently_freed(const void* p);
 void  _hak_large_fork_prepare(void);
 void  _hak_large_fork_parent(void);
 void  _hak_large_fork_child(void);
+
+/* bigcache.c */
+size_t _hak_bigcache_map_size(size_t need);
+hak_segment_t* _hak_bigcache_take(size_t need);
+bool  _hak_bigcache_put(hak_segment_t* seg);
+void  _hak_bigcache_expire(uint64_t max_age_ms);
+void  _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, size_t* bytes);
+void  _hak_bigcache_fork_prepare(void);
+void  _hak_bigcache_fork_parent(void);
+void  _hak_bigcache_fork_child(void);
+
+/* release.c */
+extern _Atomic(size_t) _hak_retained_bytes;
+uint64_t _hak_clock_ms(void);
+bool  _hak_decommit(void* p, size_t size);
+bool  _hak_retained_over_target(void);
+void  _hak_release_large(hak_segment_t* seg);
+hak_segment_t* _hak_batch_take(size_t need);
+void  _hak_batch_flush(void);
+void  _hak_segment_decommit_free_pages(hak_segment_t* seg);
+void  _hak_pages_freed(hak_segment_t* seg, uint64_t mask);
+void  _hak_pages_reused(hak_segment_t* seg, uint64_t mask);
+void  _hak_heap_release_tick(hak_heap_t* h);
+void  _hak_release_stats(uint64_t* calls, uint64_t* bytes, uint64_t* unmapped);
+void  _hak_release_fork_prepare(void);
+void  _hak_release_fork_parent(void);
+void  _hak_release_fork_child(void);
 
 /* os.c: the only place that calls mmap & co. */
 void* _hak_os_map(size_t size, void* hint);

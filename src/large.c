@@ -57,11 +57,14 @@ static void* huge_aligned_alloc(size_t size, size_t align) {
     return NULL;
   }
   seg->kind = HAK_SEG_LARGE;
+  seg->used_pages = 0;
+  seg->dirty_pages = 0;
   seg->map_size = map;
   seg->large_off = align;
   seg->large_size = size;
   seg->large_fresh = 1;
-  seg->_pad = 1;   /* in the huge table, not in the segment map */
+  seg->used_pages = 1;
+  seg->huge_aligned = 1;   /* in the huge table, not in the segment map */
   uintptr_t p = (uintptr_t)seg + align;
   bool ok = false;
   pthread_mutex_lock(&huge_lock);
@@ -95,43 +98,86 @@ static void huge_remove(uintptr_t p) {
 }
 
 /* ---------------------------------------------------------------- alloc / free */
+static void large_thp(hak_segment_t* seg) {
+  if (seg->map_size < ((size_t)2 << 20)) return;
+  long long thp = hak_opt(THP);
+#ifdef MADV_HUGEPAGE
+  if (thp == HAK_THP_ALWAYS) _hak_os_advise(seg, seg->map_size, MADV_HUGEPAGE);
+  else if (thp == HAK_THP_NEVER) _hak_os_advise(seg, seg->map_size, MADV_NOHUGEPAGE);
+#endif
+}
+
+/* A large block: from the BigCache (resident pages, no syscall), else from
+ * the release batch (decommitted but mapped), else a new mapping rounded up
+ * to its BigCache class so it can be reused for any size of that class. */
 void* _hak_large_alloc(size_t size, size_t align, bool zero) {
-  (void)zero;   /* fresh mappings are zero; no block is reused yet */
-  if (align > HAK_MAX_ALIGN_SEG) return huge_aligned_alloc(size, align);
+  if (align > HAK_MAX_ALIGN_SEG) {
+    void* p = huge_aligned_alloc(size, align);   /* fresh mapping: already zero */
+    return p;
+  }
   size_t off = align > HAK_LARGE_HDR ? align : HAK_LARGE_HDR;
-  size_t map;
-  if (__builtin_add_overflow(off, size, &map) || map > HAK_MAX_SIZE) {
+  size_t need;
+  if (__builtin_add_overflow(off, size, &need) || need > HAK_MAX_SIZE) {
     errno = ENOMEM;
     return NULL;
   }
-  map = hak_align_up(map, HAK_OS_PAGE);
-  hak_segment_t* seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE);
+  need = hak_align_up(need, HAK_OS_PAGE);
+  hak_segment_t* seg = NULL;
+  if (off == HAK_LARGE_HDR) {
+    seg = _hak_bigcache_take(need);
+    if (seg == NULL) seg = _hak_batch_take(need);
+  }
   if (seg == NULL) {
-    errno = ENOMEM;
-    return NULL;
+    size_t map = off == HAK_LARGE_HDR ? _hak_bigcache_map_size(need) : need;
+    seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE);
+    if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE);
+    if (seg == NULL) {
+      /* out of address space or memory: give back what is cached and retry once */
+      _hak_bigcache_expire(0);
+      _hak_batch_flush();
+      seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE);
+      if (seg == NULL) {
+        errno = ENOMEM;
+        return NULL;
+      }
+    }
+    seg->large_fresh = 1;
+    seg->huge_aligned = 0;
+    seg->large_peak = 0;
+    large_thp(seg);
   }
+  seg->large_off = off;
   seg->large_size = size;
-  seg->large_fresh = 1;
-  seg->_pad = 0;
+  seg->used_pages = 1;   /* live; 0 while cached or parked */
+  if (size > seg->large_peak) seg->large_peak = size;
   atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
-  large_account(map, 0);
-  return (uint8_t*)seg + off;
+  large_account(seg->map_size, 0);
+  void* p = (uint8_t*)seg + off;
+  if (zero && !seg->large_fresh) memset(p, 0, size);
+  seg->large_fresh = 0;
+  return p;
 }
 
 size_t _hak_large_usable(const hak_segment_t* seg) { return seg->map_size - seg->large_off; }
 
 void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
-  (void)op;
+  if (seg->used_pages != 1) {
+    _hak_double_free(op, p, 0);
+    return;
+  }
+  seg->used_pages = 0;
   unsigned i = atomic_fetch_add_explicit(&recent_pos, 1, memory_order_relaxed) % RECENT_N;
   hak_store_relaxed(&recent_freed[i], (uintptr_t)p);
   atomic_fetch_add_explicit(&_hak_stat_large_frees, 1, memory_order_relaxed);
   large_account(0, seg->map_size);
-  if (seg->_pad == 1) {
+  if (seg->huge_aligned) {
     huge_remove((uintptr_t)p);
     _hak_os_unmap(seg, seg->map_size);
     return;
   }
-  _hak_segment_free(seg);
+  if (!_hak_bigcache_put(seg)) _hak_release_large(seg);
+  hak_heap_t* h = hak_heap_get();
+  if (h != &_hak_heap_empty) _hak_heap_release_tick(h);
 }
 
 bool _hak_large_recently_freed(const void* p) {
@@ -144,7 +190,7 @@ bool _hak_large_recently_freed(const void* p) {
 void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   size_t off = seg->large_off;
   size_t usable = seg->map_size - off;
-  if (size <= HAK_MEDIUM_MAX / 2 || (seg->_pad == 1 && size > usable)) {
+  if (size <= HAK_MEDIUM_MAX / 2 || (seg->huge_aligned && size > usable)) {
     /* becomes small (or a huge-aligned block grows): move by copy */
     void* q = hak_malloc(size);
     if (q == NULL) return NULL;
@@ -155,7 +201,7 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   size_t new_map = hak_align_up(off + size, HAK_OS_PAGE);
   if (new_map <= seg->map_size) {
     /* shrink: give back the tail pages when they are worth a syscall */
-    if (seg->map_size - new_map >= (size_t)64 * 1024 && seg->_pad == 0) {
+    if (seg->map_size - new_map >= (size_t)64 * 1024 && !seg->huge_aligned) {
       if (_hak_os_unmap((uint8_t*)seg + new_map, seg->map_size - new_map)) {
         large_account(0, seg->map_size - new_map);
         seg->map_size = new_map;

@@ -6,23 +6,35 @@
 
 extern char** environ;
 
-typedef enum { K_BOOL, K_INT, K_SIZE, K_ENUM_PROFILE, K_ENUM_INVALID } opt_kind_t;
+typedef enum { K_BOOL, K_INT, K_SIZE, K_ENUM } opt_kind_t;
+static const char* const profile_names[] = {"speed", "balanced", "lean"};
+static const char* const invalid_names[] = {"abort", "warn", "ignore"};
+static const char* const decommit_names[] = {"off", "free", "dontneed"};
+static const char* const thp_names[] = {"never", "auto", "always"};
+
+/* kind token -> parser kind and word list */
+#define KIND_BOOL K_BOOL, NULL
+#define KIND_INT K_INT, NULL
+#define KIND_SIZE K_SIZE, NULL
+#define KIND_ENUM_PROFILE K_ENUM, profile_names
+#define KIND_ENUM_INVALID K_ENUM, invalid_names
+#define KIND_ENUM_DECOMMIT K_ENUM, decommit_names
+#define KIND_ENUM_THP K_ENUM, thp_names
+
 typedef struct {
   const char* name;
   opt_kind_t kind;
+  const char* const* words;   /* K_ENUM: names of 0..max */
   long long def[3];   /* per profile */
   long long min, max;
   const char* doc;
 } opt_desc_t;
 
 static const opt_desc_t opt_table[HAK_OPT_COUNT] = {
-#define HAK_X_DESC(id, nm, kind, sp, ba, le, mn, mx, doc) {nm, K_##kind, {sp, ba, le}, mn, mx, doc},
+#define HAK_X_DESC(id, nm, kind, sp, ba, le, mn, mx, doc) {nm, KIND_##kind, {sp, ba, le}, mn, mx, doc},
     HAK_OPTIONS(HAK_X_DESC)
 #undef HAK_X_DESC
 };
-
-static const char* const profile_names[] = {"speed", "balanced", "lean"};
-static const char* const invalid_names[] = {"abort", "warn", "ignore"};
 
 long long _hak_options[HAK_OPT_COUNT] = {
 #define HAK_X_INIT(id, nm, kind, sp, ba, le, ...) [HAK_OPT_##id] = ba,
@@ -102,8 +114,7 @@ static bool parse_value(const opt_desc_t* d, const char* v, long long* out) {
     }
     case K_INT: return parse_number(v, false, out) && *out >= d->min && *out <= d->max;
     case K_SIZE: return parse_number(v, true, out) && *out >= d->min && *out <= d->max;
-    case K_ENUM_PROFILE: return parse_enum(v, profile_names, 3, out);
-    case K_ENUM_INVALID: return parse_enum(v, invalid_names, 3, out);
+    case K_ENUM: return parse_enum(v, d->words, (size_t)d->max + 1, out);
   }
   return false;
 }
@@ -164,8 +175,7 @@ void _hak_options_init(void) {
 }
 
 static void value_text(int i, long long v, char* buf, size_t n) {
-  if (opt_table[i].kind == K_ENUM_PROFILE && v >= 0 && v < 3) _hak_snprintf(buf, n, "%s", profile_names[v]);
-  else if (opt_table[i].kind == K_ENUM_INVALID && v >= 0 && v < 3) _hak_snprintf(buf, n, "%s", invalid_names[v]);
+  if (opt_table[i].kind == K_ENUM && v >= 0 && v <= opt_table[i].max) _hak_snprintf(buf, n, "%s", opt_table[i].words[v]);
   else _hak_snprintf(buf, n, "%lld", v);
 }
 

@@ -6,6 +6,8 @@
 
 typedef enum { HAK_PROFILE_SPEED = 0, HAK_PROFILE_BALANCED = 1, HAK_PROFILE_LEAN = 2 } hak_profile_t;
 typedef enum { HAK_INVALID_ABORT = 0, HAK_INVALID_WARN = 1, HAK_INVALID_IGNORE = 2 } hak_invalid_mode_t;
+typedef enum { HAK_DECOMMIT_OFF = 0, HAK_DECOMMIT_FREE = 1, HAK_DECOMMIT_DONTNEED = 2 } hak_decommit_t;
+typedef enum { HAK_THP_NEVER = 0, HAK_THP_AUTO = 1, HAK_THP_ALWAYS = 2 } hak_thp_t;
 
 /* X(ID, name, kind, speed, balanced, lean, min, max, doc)
  * kind: BOOL, INT, SIZE (K/M/G suffixes), or an enum word list. */
@@ -18,8 +20,22 @@ typedef enum { HAK_INVALID_ABORT = 0, HAK_INVALID_WARN = 1, HAK_INVALID_IGNORE =
     "print the effective options at start-up") \
   X(INVALID_FREE, "HAKMEM_INVALID_FREE", ENUM_INVALID, 0, 0, 0, 0, 2, \
     "on a detected invalid or double free: abort | warn | ignore") \
-  X(SEG_CACHE,    "HAKMEM_SEG_CACHE",    INT, 16, 4, 0, 0, 1024, \
-    "empty 4 MiB SuperSlabs kept mapped for reuse (process-wide)")
+  X(SEG_CACHE,    "HAKMEM_SEG_CACHE",    INT, 16, 8, 0, 0, 1024, \
+    "empty 4 MiB SuperSlabs kept mapped for reuse (process-wide)") \
+  X(DECOMMIT,     "HAKMEM_DECOMMIT",     ENUM_DECOMMIT, 0, 2, 2, 0, 2, \
+    "how empty memory goes back to the OS: off | free (MADV_FREE) | dontneed (MADV_DONTNEED)") \
+  X(DECOMMIT_DELAY_MS, "HAKMEM_DECOMMIT_DELAY_MS", INT, 0, 2000, 0, 0, 86400000, \
+    "empty memory is decommitted once it has been empty this long") \
+  X(LEAN_TARGET_MB, "HAKMEM_LEAN_TARGET_MB", INT, 4096, 64, 0, 0, 1048576, \
+    "empty memory kept resident; above it, empty memory is released at once") \
+  X(PREWARM,      "HAKMEM_PREWARM",      SIZE, 8 << 20, 0, 0, 0, (long long)1 << 40, \
+    "bytes of SuperSlabs mapped and faulted in at start-up") \
+  X(BIGCACHE_MAX_MB, "HAKMEM_BIGCACHE_MAX_MB", INT, 512, 128, 16, 0, 1048576, \
+    "bytes of freed large blocks kept for reuse (MiB)") \
+  X(BIGCACHE_AGE_MS, "HAKMEM_BIGCACHE_AGE_MS", INT, 0, 5000, 500, 0, 86400000, \
+    "a cached large block older than this is released (0 = no age limit)") \
+  X(THP,          "HAKMEM_THP",          ENUM_THP, 1, 1, 0, 0, 2, \
+    "transparent huge pages for large blocks >= 2 MiB: never | auto | always")
 
 typedef enum {
 #define HAK_X_ENUM(id, ...) HAK_OPT_##id,

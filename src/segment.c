@@ -58,6 +58,7 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
   }
   /* A fresh mapping is zero: every slab descriptor reads HAK_OWNER_UNUSED.
    * A cached segment had every slab released, which zeroes descriptors too. */
+  if (kind == HAK_SEG_LARGE) seg->dirty_pages = 0;   /* small: cached pages keep their state */
   seg->kind = kind;
   seg->used_pages = 0;
   seg->free_pages = kind == HAK_SEG_SMALL ? ~(uint64_t)1 : 0;
@@ -67,6 +68,15 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
   seg->large_off = large_off;
   seg->large_size = 0;
   return seg;
+}
+
+static void seg_unmap(hak_segment_t* seg) {
+  if (seg->dirty_pages)
+    atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(seg->dirty_pages) << HAK_PAGE_SHIFT,
+                              memory_order_relaxed);
+  _hak_segmap_set(seg, false);
+  atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
+  _hak_os_unmap(seg, seg->map_size);
 }
 
 void _hak_segment_free(hak_segment_t* seg) {
@@ -79,9 +89,7 @@ void _hak_segment_free(hak_segment_t* seg) {
     pthread_mutex_unlock(&seg_lock);
     return;
   }
-  _hak_segmap_set(seg, false);
-  atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
-  _hak_os_unmap(seg, seg->map_size);
+  seg_unmap(seg);
 }
 
 /* Unmap cached empty segments beyond `keep`. */
@@ -96,9 +104,39 @@ void _hak_segment_cache_trim(size_t keep) {
     }
     pthread_mutex_unlock(&seg_lock);
     if (seg == NULL) return;
-    _hak_segmap_set(seg, false);
-    atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
-    _hak_os_unmap(seg, seg->map_size);
+    seg_unmap(seg);
+  }
+}
+
+/* Decommit the resident empty pages of cached segments empty for delay_ms. */
+void _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms) {
+  if (hak_load_relaxed(&_hak_seg_cached) == 0) return;
+  pthread_mutex_lock(&seg_lock);
+  for (hak_segment_t* seg = seg_cache; seg; seg = seg->next)
+    if (seg->dirty_pages && now_ms - seg->dirty_since >= delay_ms) _hak_segment_decommit_free_pages(seg);
+  pthread_mutex_unlock(&seg_lock);
+}
+
+/* Map and fault in `bytes` of SuperSlabs into the cache (HAKMEM_PREWARM). */
+void _hak_segments_prewarm(size_t bytes) {
+  size_t n = (bytes + HAK_SEG_SIZE - 1) / HAK_SEG_SIZE;
+  if (n > (size_t)hak_opt(SEG_CACHE)) n = (size_t)hak_opt(SEG_CACHE);
+  for (size_t i = 0; i < n; i++) {
+    hak_segment_t* seg = seg_map_new(HAK_SEG_SIZE);
+    if (seg == NULL) return;
+    _hak_segmap_set(seg, true);
+    for (size_t off = HAK_PAGE_SIZE; off < HAK_SEG_SIZE; off += HAK_OS_PAGE) ((volatile uint8_t*)seg)[off] = 0;
+    seg->kind = HAK_SEG_SMALL;
+    seg->map_size = HAK_SEG_SIZE;
+    seg->free_pages = ~(uint64_t)1;
+    seg->dirty_pages = ~(uint64_t)1;
+    seg->dirty_since = _hak_clock_ms();
+    atomic_fetch_add_explicit(&_hak_retained_bytes, (HAK_PAGES_PER_SEG - 1) << HAK_PAGE_SHIFT, memory_order_relaxed);
+    pthread_mutex_lock(&seg_lock);
+    seg->next = seg_cache;
+    seg_cache = seg;
+    atomic_fetch_add_explicit(&_hak_seg_cached, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&seg_lock);
   }
 }
 

@@ -5,6 +5,8 @@
 #include "segment.c"
 #include "heap.c"
 #include "large.c"
+#include "bigcache.c"
+#include "release.c"
 #include "alloc.c"
 #include "stats.c"
 #include "init.c"

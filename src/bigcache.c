@@ -1,0 +1,181 @@
+/* BigCache: recently freed large blocks, kept mapped and resident in small
+ * per-size-class rings, so a repeated malloc/free of the same large size
+ * reuses the same pages: no mmap, no munmap, no new page faults.
+ * Bounded by bytes (HAKMEM_BIGCACHE_MAX_MB) and by age
+ * (HAKMEM_BIGCACHE_AGE_MS).  Evicted blocks go to the release batch
+ * (release.c), which decommits them and defers and groups the munmaps.
+ * Large operations are rare next to small ones and each touches at least
+ * 128 KiB, so one process-wide lock costs nothing measurable here. */
+#include "internal.h"
+
+#define BC_CLASSES 52            /* 128 KiB .. 1 GiB, four classes per doubling */
+#define BC_WAYS    4
+
+typedef struct {
+  hak_segment_t* seg;
+  uint64_t t_ms;
+} bc_entry_t;
+
+static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
+static bc_entry_t bc_ring[BC_CLASSES][BC_WAYS];   /* oldest first */
+static uint8_t bc_count[BC_CLASSES];
+static _Atomic(size_t) bc_bytes;
+static _Atomic(uint64_t) bc_hits, bc_misses, bc_evictions;
+static size_t bc_total_entries;
+
+/* Size of large class k: (4 + k % 4) << (15 + k / 4): 128K, 160K, 192K, 224K, 256K, ... */
+static size_t bc_class_size(size_t k) { return (size_t)(4 + (k & 3)) << (15 + k / 4); }
+
+/* Smallest class whose size is >= m (BC_CLASSES when too big). */
+static size_t bc_class_ceil(size_t m) {
+  if (m <= ((size_t)128 << 10)) return 0;
+  size_t x = m - 1;
+  unsigned b = 63u - (unsigned)__builtin_clzl(x);
+  size_t k = (size_t)(b - 17) * 4 + ((x >> (b - 2)) & 3) + 1;
+  return k < BC_CLASSES ? k : BC_CLASSES;
+}
+/* Largest class whose size is <= m (BC_CLASSES when none). */
+static size_t bc_class_floor(size_t m) {
+  size_t k = bc_class_ceil(m);
+  if (k < BC_CLASSES && bc_class_size(k) == m) return k;
+  if (k == 0) return BC_CLASSES;
+  return k - 1 < BC_CLASSES ? k - 1 : BC_CLASSES;
+}
+
+/* The mapping size to use for a new large block: rounded up to its class so
+ * the block can serve any later request of that class (the pages past the
+ * request are never touched, so they cost address space only). */
+size_t _hak_bigcache_map_size(size_t need) {
+  size_t k = bc_class_ceil(need);
+  if (k + 4 < BC_CLASSES) return bc_class_size(k + 4);   /* twice the class: headroom to grow */
+  return k < BC_CLASSES ? bc_class_size(k) : hak_align_up(need, HAK_OS_PAGE);
+}
+
+static uint64_t max_bytes(void) { return (uint64_t)hak_opt(BIGCACHE_MAX_MB) << 20; }
+
+/* Take a cached segment whose mapping holds `need` bytes (header included). */
+hak_segment_t* _hak_bigcache_take(size_t need) {
+  if (hak_load_relaxed(&bc_bytes) == 0) {
+    atomic_fetch_add_explicit(&bc_misses, 1, memory_order_relaxed);
+    return NULL;
+  }
+  size_t k = bc_class_ceil(need);
+  hak_segment_t* seg = NULL;
+  pthread_mutex_lock(&bc_lock);
+  /* Among blocks whose mapping fits (up to 8x the request), prefer the one
+   * whose touched extent already covers the request and is smallest (no
+   * fault, least idle resident memory), else the most touched one (fewest
+   * faults).  large_peak is the largest size the block ever served. */
+  size_t bc = BC_CLASSES, bi = 0;
+  bool bcover = false;
+  size_t bpeak = 0;
+  for (size_t c = k; c < BC_CLASSES && c <= k + 12; c++) {
+    for (size_t i = 0; i < bc_count[c]; i++) {
+      size_t peak = bc_ring[c][i].seg->large_peak;
+      bool cover = peak + HAK_LARGE_HDR >= need;
+      if (bc == BC_CLASSES || (cover && (!bcover || peak < bpeak)) || (!cover && !bcover && peak > bpeak)) {
+        bc = c;
+        bi = i;
+        bcover = cover;
+        bpeak = peak;
+      }
+    }
+  }
+  if (bc < BC_CLASSES) {
+    seg = bc_ring[bc][bi].seg;
+    memmove(&bc_ring[bc][bi], &bc_ring[bc][bi + 1], sizeof(bc_entry_t) * (size_t)(bc_count[bc] - bi - 1));
+    bc_count[bc]--;
+    bc_total_entries--;
+  }
+  if (seg) atomic_fetch_sub_explicit(&bc_bytes, seg->map_size, memory_order_relaxed);
+  pthread_mutex_unlock(&bc_lock);
+  atomic_fetch_add_explicit(seg ? &bc_hits : &bc_misses, 1, memory_order_relaxed);
+  return seg;
+}
+
+static void bc_evict_oldest_locked(hak_segment_t** out, size_t* nout, size_t cap) {
+  size_t best = BC_CLASSES;
+  uint64_t best_t = UINT64_MAX;
+  for (size_t c = 0; c < BC_CLASSES; c++)
+    if (bc_count[c] && bc_ring[c][0].t_ms < best_t) {
+      best_t = bc_ring[c][0].t_ms;
+      best = c;
+    }
+  if (best == BC_CLASSES || *nout >= cap) return;
+  hak_segment_t* seg = bc_ring[best][0].seg;
+  memmove(&bc_ring[best][0], &bc_ring[best][1], sizeof(bc_entry_t) * (size_t)(bc_count[best] - 1));
+  bc_count[best]--;
+  bc_total_entries--;
+  atomic_fetch_sub_explicit(&bc_bytes, seg->map_size, memory_order_relaxed);
+  out[(*nout)++] = seg;
+}
+
+/* Keep a freed large segment; false when it is not cacheable (the caller
+ * releases it).  Blocks pushed out go to the release batch. */
+bool _hak_bigcache_put(hak_segment_t* seg) {
+  size_t k = bc_class_floor(seg->map_size);
+  uint64_t limit = max_bytes();
+  if (k >= BC_CLASSES || seg->large_off != HAK_LARGE_HDR || seg->map_size > limit) return false;
+  hak_segment_t* evicted[BC_WAYS + 8];
+  size_t nev = 0;
+  uint64_t now = _hak_clock_ms();
+  pthread_mutex_lock(&bc_lock);
+  if (bc_count[k] == BC_WAYS) {
+    hak_segment_t* old = bc_ring[k][0].seg;
+    memmove(&bc_ring[k][0], &bc_ring[k][1], sizeof(bc_entry_t) * (BC_WAYS - 1));
+    bc_count[k]--;
+    bc_total_entries--;
+    atomic_fetch_sub_explicit(&bc_bytes, old->map_size, memory_order_relaxed);
+    evicted[nev++] = old;
+  }
+  while (hak_load_relaxed(&bc_bytes) + seg->map_size > limit && bc_total_entries > 0 && nev < BC_WAYS + 8)
+    bc_evict_oldest_locked(evicted, &nev, BC_WAYS + 8);
+  bool ok = hak_load_relaxed(&bc_bytes) + seg->map_size <= limit;
+  if (ok) {
+    bc_ring[k][bc_count[k]].seg = seg;
+    bc_ring[k][bc_count[k]].t_ms = now;
+    bc_count[k]++;
+    bc_total_entries++;
+    atomic_fetch_add_explicit(&bc_bytes, seg->map_size, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&bc_lock);
+  if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
+  for (size_t i = 0; i < nev; i++) _hak_release_large(evicted[i]);
+  return ok;
+}
+
+/* Release entries older than max_age_ms (all of them with 0). */
+void _hak_bigcache_expire(uint64_t max_age_ms) {
+  if (hak_load_relaxed(&bc_bytes) == 0) return;
+  uint64_t now = _hak_clock_ms();
+  for (;;) {
+    hak_segment_t* evicted[16];
+    size_t nev = 0;
+    pthread_mutex_lock(&bc_lock);
+    for (size_t c = 0; c < BC_CLASSES && nev < 16; c++) {
+      while (bc_count[c] && nev < 16 && now - bc_ring[c][0].t_ms >= max_age_ms) {
+        hak_segment_t* seg = bc_ring[c][0].seg;
+        memmove(&bc_ring[c][0], &bc_ring[c][1], sizeof(bc_entry_t) * (size_t)(bc_count[c] - 1));
+        bc_count[c]--;
+        bc_total_entries--;
+        atomic_fetch_sub_explicit(&bc_bytes, seg->map_size, memory_order_relaxed);
+        evicted[nev++] = seg;
+      }
+    }
+    pthread_mutex_unlock(&bc_lock);
+    if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
+    for (size_t i = 0; i < nev; i++) _hak_release_large(evicted[i]);
+    if (nev < 16) return;
+  }
+}
+
+void _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, size_t* bytes) {
+  *hits = hak_load_relaxed(&bc_hits);
+  *misses = hak_load_relaxed(&bc_misses);
+  *evictions = hak_load_relaxed(&bc_evictions);
+  *bytes = hak_load_relaxed(&bc_bytes);
+}
+
+void _hak_bigcache_fork_prepare(void) { pthread_mutex_lock(&bc_lock); }
+void _hak_bigcache_fork_parent(void) { pthread_mutex_unlock(&bc_lock); }
+void _hak_bigcache_fork_child(void) { pthread_mutex_init(&bc_lock, NULL); }

@@ -1,0 +1,181 @@
+/* The release policy: when and how empty memory goes back to the OS.
+ * - Large blocks evicted from the BigCache are decommitted (HAKMEM_DECOMMIT)
+ *   and parked in a small batch where they can still be reused; munmap is
+ *   deferred until the batch overflows and then done for a group at once.
+ * - Empty slab pages inside SuperSlabs and empty cached SuperSlabs are
+ *   decommitted once they have been empty for HAKMEM_DECOMMIT_DELAY_MS, or at
+ *   once while more than HAKMEM_LEAN_TARGET_MB of empty memory is resident.
+ * Nothing here runs on a malloc/free fast path, and only memory that holds no
+ * live block is ever decommitted. */
+#include "internal.h"
+#include <sys/mman.h>
+#include <time.h>
+
+_Atomic(size_t) _hak_retained_bytes;   /* empty but resident (slab pages, cached segments) */
+static _Atomic(uint64_t) rel_decommit_calls, rel_decommit_bytes, rel_unmapped_blocks;
+
+uint64_t _hak_clock_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Decommit [p, p+size) with the configured method; false when off. */
+bool _hak_decommit(void* p, size_t size) {
+  long long mode = hak_opt(DECOMMIT);
+  if (mode == HAK_DECOMMIT_OFF || size == 0) return false;
+  bool ok = false;
+#ifdef MADV_FREE
+  if (mode == HAK_DECOMMIT_FREE) ok = _hak_os_advise(p, size, MADV_FREE);
+#endif
+  if (!ok) ok = _hak_os_advise(p, size, MADV_DONTNEED);   /* also the fallback */
+  if (ok) {
+    atomic_fetch_add_explicit(&rel_decommit_calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rel_decommit_bytes, size, memory_order_relaxed);
+  }
+  return ok;
+}
+
+bool _hak_retained_over_target(void) {
+  return hak_load_relaxed(&_hak_retained_bytes) > ((size_t)hak_opt(LEAN_TARGET_MB) << 20);
+}
+
+/* ---------------------------------------------------------------- large batch */
+#define BATCH_N 16
+static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
+static hak_segment_t* batch[BATCH_N];   /* decommitted, still mapped; oldest first */
+static size_t batch_n;
+static _Atomic(size_t) batch_count;
+
+static void unmap_large(hak_segment_t* seg) {
+  _hak_segmap_set(seg, false);
+  atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&rel_unmapped_blocks, 1, memory_order_relaxed);
+  _hak_os_unmap(seg, seg->map_size);
+}
+
+/* A large segment leaves the BigCache: decommit it and park it in the batch;
+ * when the batch is full, unmap its older half in one go. */
+void _hak_release_large(hak_segment_t* seg) {
+  if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) {
+    unmap_large(seg);
+    return;
+  }
+  _hak_decommit((uint8_t*)seg + HAK_LARGE_HDR, seg->map_size - HAK_LARGE_HDR);
+  seg->large_fresh = hak_opt(DECOMMIT) == HAK_DECOMMIT_DONTNEED;
+  seg->large_peak = 0;   /* nothing resident any more */
+  hak_segment_t* group[BATCH_N];
+  size_t ng = 0;
+  pthread_mutex_lock(&batch_lock);
+  if (batch_n == BATCH_N) {
+    ng = BATCH_N / 2;
+    memcpy(group, batch, ng * sizeof *batch);
+    memmove(batch, batch + ng, (BATCH_N - ng) * sizeof *batch);
+    batch_n -= ng;
+  }
+  batch[batch_n++] = seg;
+  hak_store_relaxed(&batch_count, batch_n);
+  pthread_mutex_unlock(&batch_lock);
+  for (size_t i = 0; i < ng; i++) unmap_large(group[i]);
+}
+
+/* Reuse a parked segment whose mapping holds `need` bytes (at most twice). */
+hak_segment_t* _hak_batch_take(size_t need) {
+  if (hak_load_relaxed(&batch_count) == 0) return NULL;
+  hak_segment_t* seg = NULL;
+  pthread_mutex_lock(&batch_lock);
+  for (size_t i = batch_n; i-- > 0;) {
+    if (batch[i]->map_size >= need && batch[i]->map_size <= 2 * need) {
+      seg = batch[i];
+      memmove(batch + i, batch + i + 1, (batch_n - i - 1) * sizeof *batch);
+      batch_n--;
+      break;
+    }
+  }
+  hak_store_relaxed(&batch_count, batch_n);
+  pthread_mutex_unlock(&batch_lock);
+  return seg;
+}
+
+/* Unmap every parked segment now. */
+void _hak_batch_flush(void) {
+  for (;;) {
+    hak_segment_t* group[BATCH_N];
+    pthread_mutex_lock(&batch_lock);
+    size_t ng = batch_n;
+    memcpy(group, batch, ng * sizeof *batch);
+    batch_n = 0;
+    hak_store_relaxed(&batch_count, 0);
+    pthread_mutex_unlock(&batch_lock);
+    for (size_t i = 0; i < ng; i++) unmap_large(group[i]);
+    if (ng == 0) return;
+  }
+}
+
+/* ---------------------------------------------------------------- small memory */
+
+/* Decommit the dirty free pages of a segment (owner thread only). */
+void _hak_segment_decommit_free_pages(hak_segment_t* seg) {
+  uint64_t dirty = seg->dirty_pages;
+  if (dirty == 0) return;
+  if (hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF) {
+    while (dirty) {
+      unsigned lo = (unsigned)__builtin_ctzll(dirty);
+      uint64_t run = dirty >> lo;
+      unsigned len = run == ~(uint64_t)0 ? 64 - lo : (unsigned)__builtin_ctzll(~run);
+      _hak_decommit((uint8_t*)seg + ((size_t)lo << HAK_PAGE_SHIFT), (size_t)len << HAK_PAGE_SHIFT);
+      uint64_t runmask = len >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << len) - 1);
+      dirty &= ~(runmask << lo);
+    }
+    atomic_fetch_sub_explicit(&_hak_retained_bytes,
+                              (size_t)__builtin_popcountll(seg->dirty_pages) << HAK_PAGE_SHIFT,
+                              memory_order_relaxed);
+    seg->dirty_pages = 0;
+  }
+}
+
+/* Slab pages just became free in a segment owned by the caller. */
+void _hak_pages_freed(hak_segment_t* seg, uint64_t mask) {
+  if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
+  if (seg->dirty_pages == 0) seg->dirty_since = _hak_clock_ms();
+  uint64_t fresh = mask & ~seg->dirty_pages;
+  seg->dirty_pages |= mask;
+  atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(fresh) << HAK_PAGE_SHIFT,
+                            memory_order_relaxed);
+  if (hak_opt(DECOMMIT_DELAY_MS) == 0 || _hak_retained_over_target()) _hak_segment_decommit_free_pages(seg);
+}
+
+/* Slab pages are taken again: they are no longer empty memory. */
+void _hak_pages_reused(hak_segment_t* seg, uint64_t mask) {
+  uint64_t was = seg->dirty_pages & mask;
+  if (was == 0) return;
+  seg->dirty_pages &= ~mask;
+  atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(was) << HAK_PAGE_SHIFT,
+                            memory_order_relaxed);
+}
+
+/* Periodic check from a heap's slow path: decommit what has been empty for
+ * longer than the delay. */
+void _hak_heap_release_tick(hak_heap_t* h) {
+  if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
+  uint64_t now = _hak_clock_ms();
+  if (now < h->next_release_ms && !_hak_retained_over_target()) return;
+  uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
+  h->next_release_ms = now + (delay / 4 > 10 ? delay / 4 : 10);
+  bool force = _hak_retained_over_target();
+  for (hak_segment_t* seg = h->segs; seg; seg = seg->next)
+    if (seg->dirty_pages && (force || now - seg->dirty_since >= delay)) _hak_segment_decommit_free_pages(seg);
+  _hak_segment_cache_decommit(force ? 0 : delay, now);
+  uint64_t age = (uint64_t)hak_opt(BIGCACHE_AGE_MS);
+  if (age) _hak_bigcache_expire(age);
+}
+
+void _hak_release_stats(uint64_t* calls, uint64_t* bytes, uint64_t* unmapped) {
+  *calls = hak_load_relaxed(&rel_decommit_calls);
+  *bytes = hak_load_relaxed(&rel_decommit_bytes);
+  *unmapped = hak_load_relaxed(&rel_unmapped_blocks);
+}
+
+void _hak_release_fork_prepare(void) { pthread_mutex_lock(&batch_lock); }
+void _hak_release_fork_parent(void) { pthread_mutex_unlock(&batch_lock); }
+void _hak_release_fork_child(void) { pthread_mutex_init(&batch_lock, NULL); }
