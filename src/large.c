@@ -158,7 +158,11 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero) {
   return p;
 }
 
-size_t _hak_large_usable(const hak_segment_t* seg) { return seg->map_size - seg->large_off; }
+/* The block's usable size: its request rounded to whole pages (the mapping
+ * may be larger: headroom for reuse, which the block does not own). */
+size_t _hak_large_usable(const hak_segment_t* seg) {
+  return hak_align_up(seg->large_off + seg->large_size, HAK_OS_PAGE) - seg->large_off;
+}
 
 void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   if (seg->used_pages != 1) {
@@ -189,8 +193,8 @@ bool _hak_large_recently_freed(const void* p) {
 /* ---------------------------------------------------------------- realloc */
 void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   size_t off = seg->large_off;
-  size_t usable = seg->map_size - off;
-  if (size <= HAK_MEDIUM_MAX / 2 || (seg->huge_aligned && size > usable)) {
+  size_t usable = _hak_large_usable(seg);
+  if (size <= HAK_MEDIUM_MAX / 2 || (seg->huge_aligned && size > seg->map_size - off)) {
     /* becomes small (or a huge-aligned block grows): move by copy */
     void* q = hak_malloc(size);
     if (q == NULL) return NULL;
@@ -200,21 +204,28 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   }
   size_t new_map = hak_align_up(off + size, HAK_OS_PAGE);
   if (new_map <= seg->map_size) {
-    /* shrink: give back the tail pages when they are worth a syscall */
-    if (seg->map_size - new_map >= (size_t)64 * 1024 && !seg->huge_aligned) {
-      if (_hak_os_unmap((uint8_t*)seg + new_map, seg->map_size - new_map)) {
-        large_account(0, seg->map_size - new_map);
-        seg->map_size = new_map;
+    /* fits the mapping (it has headroom); when it shrank a lot, give back
+     * the tail beyond the headroom a new block of this size would get */
+    size_t keep = _hak_bigcache_map_size(new_map);
+    if (keep < seg->map_size && seg->map_size - keep >= (size_t)256 * 1024 && !seg->huge_aligned) {
+      if (_hak_os_unmap((uint8_t*)seg + keep, seg->map_size - keep)) {
+        large_account(0, seg->map_size - keep);
+        seg->map_size = keep;
+        if (seg->large_peak > keep - off) seg->large_peak = keep - off;
       }
     }
     seg->large_size = size;
+    if (size > seg->large_peak) seg->large_peak = size;
     return p;
   }
   /* grow in place when the following range is free */
-  if (_hak_os_remap(seg, seg->map_size, new_map, 0, NULL) != NULL) {
-    large_account(new_map - seg->map_size, 0);
-    seg->map_size = new_map;
+  size_t grown = _hak_bigcache_map_size(new_map);
+  if (_hak_os_remap(seg, seg->map_size, grown, 0, NULL) != NULL ||
+      (grown != new_map && _hak_os_remap(seg, seg->map_size, grown = new_map, 0, NULL) != NULL)) {
+    large_account(grown - seg->map_size, 0);
+    seg->map_size = grown;
     seg->large_size = size;
+    if (size > seg->large_peak) seg->large_peak = size;
     return p;
   }
   /* move the pages to a fresh aligned range: no copy */
@@ -236,6 +247,7 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   _hak_segmap_set(seg, false);
   nseg->map_size = new_map;
   nseg->large_size = size;
+  if (size > nseg->large_peak) nseg->large_peak = size;
   _hak_segmap_set(nseg, true);
   large_account(new_map - old_map, 0);
   return (uint8_t*)nseg + off;
