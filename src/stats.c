@@ -47,6 +47,15 @@ static size_t stats_format(char* buf, size_t cap) {
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_frees),
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_bytes),
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_peak_bytes));
+  uint64_t bh, bm, be, rc, rb, ru;
+  size_t bb;
+  _hak_bigcache_stats(&bh, &bm, &be, &bb);
+  _hak_release_stats(&rc, &rb, &ru);
+  sb_add(&sb, "bigcache: hits=%llu misses=%llu evictions=%llu bytes=%zu\n", (unsigned long long)bh,
+         (unsigned long long)bm, (unsigned long long)be, bb);
+  sb_add(&sb, "release: decommits=%llu decommit_bytes=%llu retained_empty=%zu unmapped_large=%llu\n",
+         (unsigned long long)rc, (unsigned long long)rb, hak_load_relaxed(&_hak_retained_bytes),
+         (unsigned long long)ru);
   sb_add(&sb, "segments: live=%zu cached=%zu abandoned=%zu\n", hak_load_relaxed(&_hak_seg_count),
          hak_load_relaxed(&_hak_seg_cached), hak_load_relaxed(&_hak_seg_abandoned));
   hak_os_stats_t os;

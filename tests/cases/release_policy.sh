@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Large blocks and memory release: BigCache hits and bounds, the release
+# batch (contents gone after DONTNEED, RSS falls), calloc of reused blocks,
+# RSS returning after a 1 GiB live set (lean within 1 s; malloc_trim in every
+# profile), OS calls in steady state, THP modes, profile defaults/overrides.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+make -s all >/dev/null
+mkdir -p build/tests
+cc -O2 -fno-builtin -std=gnu11 -Iinclude tests/release-test.c build/libhakmem.a -pthread -o build/tests/release-test
+T=build/tests/release-test
+run() { echo "+ $*"; env -u HAKMEM_PROFILE "$@"; }
+
+run $T bigcache_hit
+run HAKMEM_BIGCACHE_MAX_MB=32 $T bigcache_bound
+run HAKMEM_BIGCACHE_MAX_MB=0 HAKMEM_DECOMMIT=dontneed $T batch_dontneed
+run $T calloc_reuse
+run HAKMEM_PROFILE=lean $T rss_wait
+for p in speed balanced lean; do run HAKMEM_PROFILE=$p $T rss_trim; done
+for p in speed balanced; do run HAKMEM_PROFILE=$p $T steady_calls; done
+for m in never auto always; do run HAKMEM_THP=$m $T thp; done
+# profile defaults (speed=0 balanced=1 lean=2) and an explicit override winning
+run HAKMEM_PROFILE=speed $T profile 0 HAKMEM_DECOMMIT 0
+run $T profile 1 HAKMEM_DECOMMIT 2
+run HAKMEM_PROFILE=lean $T profile 2 HAKMEM_DECOMMIT_DELAY_MS 0
+run HAKMEM_PROFILE=lean HAKMEM_DECOMMIT=free $T profile 2 HAKMEM_DECOMMIT 1
+run HAKMEM_PROFILE=speed HAKMEM_BIGCACHE_MAX_MB=7 $T profile 0 HAKMEM_BIGCACHE_MAX_MB 7
+run HAKMEM_PROFILE=balanced $T profile 1 HAKMEM_BIGCACHE_MAX_MB 128
+run HAKMEM_PROFILE=speed $T profile 0 HAKMEM_PREWARM $((8 << 20))
+echo "release policy: all scenarios passed"

@@ -1,0 +1,253 @@
+/* Tests of the large-block and release machinery (BigCache, release batch,
+ * decommit modes, profiles, malloc_trim, THP, OS calls in steady state).
+ * Linked against build/libhakmem.a; one scenario per run: release-test NAME.
+ * The case script sets the environment (profiles, overrides) per scenario. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include "hakmem.h"
+
+static int failures;
+#define CHECK(c, ...)                                                     \
+  do {                                                                    \
+    if (!(c)) {                                                           \
+      failures++;                                                         \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);        \
+      fprintf(stderr, __VA_ARGS__);                                       \
+      fputc('\n', stderr);                                                \
+    }                                                                     \
+  } while (0)
+
+static size_t rss_kb(void) {
+  FILE* f = fopen("/proc/self/statm", "r");
+  long a = 0, b = 0;
+  if (f) {
+    if (fscanf(f, "%ld %ld", &a, &b) != 2) b = 0;
+    fclose(f);
+  }
+  return (size_t)b * (size_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+static long minflt(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+static size_t os_calls(void) {
+  hak_os_stats_t s;
+  hak_os_stats(&s);
+  return s.mmap_calls + s.munmap_calls + s.madvise_calls + s.mremap_calls + s.mprotect_calls;
+}
+/* A number from the stats report: the value after "key=" on the line starting with `line`. */
+static unsigned long long stat_value(const char* line, const char* key) {
+  char* buf = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&buf, &len);
+  hakmem_stats_print(f);
+  fclose(f);
+  unsigned long long v = ~0ull;
+  for (char* l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    if (strncmp(l, line, strlen(line)) != 0) continue;
+    char pat[64];
+    snprintf(pat, sizeof pat, " %s=", key);
+    char* k = strstr(l, pat);
+    if (k) v = strtoull(k + strlen(pat), NULL, 10);
+    break;
+  }
+  free(buf);
+  return v;
+}
+static void touch(void* p, size_t n) {
+  for (size_t i = 0; i < n; i += 4096) ((volatile char*)p)[i] = 1;
+}
+
+/* repeated malloc/free of one large size: no OS call, no fault after the first */
+static void t_bigcache_hit(void) {
+  size_t n = 2u << 20;
+  void* p = malloc(n);
+  touch(p, n);
+  free(p);
+  size_t calls = os_calls();
+  long flt = minflt();
+  for (int i = 0; i < 200; i++) {
+    void* q = malloc(n);
+    touch(q, n);
+    free(q);
+  }
+  CHECK(os_calls() == calls, "os calls grew by %zu", os_calls() - calls);
+  CHECK(minflt() - flt < 16, "page faults %ld", minflt() - flt);
+  CHECK(stat_value("bigcache:", "hits") >= 200, "hits %llu", stat_value("bigcache:", "hits"));
+}
+
+/* the cache is bounded by HAKMEM_BIGCACHE_MAX_MB (the script sets 32) */
+static void t_bigcache_bound(void) {
+  enum { N = 40 };
+  void* p[N];
+  for (int i = 0; i < N; i++) {
+    p[i] = malloc((size_t)(3 + i % 3) << 20);
+    touch(p[i], (size_t)(3 + i % 3) << 20);
+  }
+  for (int i = 0; i < N; i++) free(p[i]);
+  unsigned long long bytes = stat_value("bigcache:", "bytes");
+  CHECK(bytes <= (32ull << 20), "cached %llu bytes", bytes);
+  CHECK(stat_value("bigcache:", "evictions") > 0, "no evictions");
+}
+
+/* with BIGCACHE_MAX_MB=0 and DECOMMIT=dontneed a freed block is decommitted:
+ * its pages read back zero when the mapping is reused, and RSS falls */
+static void t_batch_dontneed(void) {
+  size_t n = 8u << 20;
+  size_t before = rss_kb();
+  unsigned char* p = malloc(n);
+  memset(p, 0xAB, n);
+  size_t during = rss_kb();
+  free(p);
+  size_t after = rss_kb();
+  CHECK(during > before + 7 * 1024, "rss did not grow (%zu -> %zu)", before, during);
+  CHECK(after + 7 * 1024 < during, "rss did not fall (%zu -> %zu)", during, after);
+  unsigned char* q = malloc(n);
+  if (q == p) {
+    size_t nonzero = 0;
+    for (size_t i = 0; i < n; i += 512) nonzero += q[i] != 0;
+    CHECK(nonzero == 0, "%zu stale bytes in a reused decommitted block", nonzero);
+  }
+  free(q);
+  CHECK(stat_value("release:", "decommits") >= 1, "no decommit");
+}
+
+/* calloc of a reused (dirty) large block is zero */
+static void t_calloc_reuse(void) {
+  for (int i = 0; i < 20; i++) {
+    size_t n = (size_t)(300 + 37 * i) << 10;
+    unsigned char* p = malloc(n);
+    memset(p, 0x5A, n);
+    free(p);
+    unsigned char* q = calloc(1, n);
+    for (size_t k = 0; k < n; k++)
+      if (q[k]) {
+        CHECK(0, "calloc byte %zu of %zu is %d", k, n, q[k]);
+        break;
+      }
+    free(q);
+  }
+}
+
+/* build a 1 GiB live set of mixed small and large blocks, free it all;
+ * mode "wait": RSS back within 10 % + 8 MiB within one second (lean);
+ * mode "trim": the same immediately after malloc_trim(0) (every profile) */
+static void t_rss_return(int trim) {
+  size_t start = rss_kb();
+  size_t nsmall = 600000, nlarge = 300;
+  void** small = malloc(nsmall * sizeof *small);
+  void** large = malloc(nlarge * sizeof *large);
+  uint64_t s = 12345;
+  for (size_t i = 0; i < nsmall; i++) {   /* ~ 600k x avg 880 B = 0.5 GiB */
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    size_t n = 16 + (s >> 33) % 1744;
+    small[i] = malloc(n);
+    memset(small[i], 1, n);
+  }
+  for (size_t i = 0; i < nlarge; i++) {   /* 300 x ~1.7 MiB = 0.5 GiB */
+    size_t n = (size_t)(1 + i % 5) * (700u << 10);
+    large[i] = malloc(n);
+    touch(large[i], n);
+  }
+  size_t peak = rss_kb();
+  CHECK(peak > start + 900 * 1024, "live set too small: %zu KiB", peak - start);
+  for (size_t i = 0; i < nsmall; i++) free(small[(i * 7919) % nsmall]);   /* scattered */
+  for (size_t i = 0; i < nlarge; i++) free(large[i]);
+  free(small);
+  free(large);
+  size_t bound = start + start / 10 + 8 * 1024;
+  size_t now = rss_kb();
+  if (trim) {
+    malloc_trim(0);
+    now = rss_kb();
+  } else {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+      now = rss_kb();
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      double el = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
+      if (now <= bound || el > 1.0) break;
+      /* allocator activity drives the release clock, as in a live program */
+      free(malloc(64));
+      usleep(20000);
+    }
+  }
+  printf("rss: start %zu KiB, peak %zu KiB, after %zu KiB, bound %zu KiB\n", start, peak, now, bound);
+  CHECK(now <= bound, "rss %zu KiB above %zu KiB", now, bound);
+}
+
+/* OS calls per op in a steady mixed run (the library's own counters) */
+static void t_steady_calls(void) {
+  enum { WS = 400 };
+  void* slot[WS] = {0};
+  uint64_t s = 88172645463325252ull;
+  long ops = 4000000;
+  size_t calls0 = 0;
+  for (long i = 0; i < ops; i++) {
+    if (i == ops / 4) calls0 = os_calls();   /* after warm-up */
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    size_t k = s % WS, n = 16 + (s >> 20) % 1009;
+    free(slot[k]);
+    slot[k] = malloc(n);
+    ((char*)slot[k])[0] = 1;
+  }
+  size_t d = os_calls() - calls0;
+  printf("steady: %zu OS calls in %ld ops\n", d, ops - ops / 4);
+  CHECK(d == 0, "%zu OS memory calls in steady state", d);
+  for (int k = 0; k < WS; k++) free(slot[k]);
+}
+
+/* THP modes must not break alignment or realloc of big blocks */
+static void t_thp(void) {
+  for (size_t n = 1u << 20; n <= (64u << 20); n *= 2) {
+    char* p = malloc(n);
+    CHECK(((uintptr_t)p & 15) == 0, "align");
+    memset(p, 7, n);
+    p = realloc(p, n * 3 / 2);
+    CHECK(p && p[n - 1] == 7 && p[0] == 7, "realloc content");
+    void* a = NULL;
+    CHECK(posix_memalign(&a, 2u << 20, n) == 0 && ((uintptr_t)a & ((2u << 20) - 1)) == 0, "2 MiB alignment");
+    free(a);
+    free(p);
+  }
+}
+
+/* profile defaults and explicit overrides (the script exports the env) */
+static void t_profile(const char* want_profile, const char* name, long long want) {
+  long long prof = hak_option_get("HAKMEM_PROFILE");
+  long long v = hak_option_get(name);
+  printf("profile=%lld %s=%lld\n", prof, name, v);
+  CHECK(prof == atoll(want_profile), "profile %lld", prof);
+  CHECK(v == want, "%s = %lld, want %lld", name, v, want);
+}
+
+int main(int argc, char** argv) {
+  const char* t = argc > 1 ? argv[1] : "";
+  if (!strcmp(t, "bigcache_hit")) t_bigcache_hit();
+  else if (!strcmp(t, "bigcache_bound")) t_bigcache_bound();
+  else if (!strcmp(t, "batch_dontneed")) t_batch_dontneed();
+  else if (!strcmp(t, "calloc_reuse")) t_calloc_reuse();
+  else if (!strcmp(t, "rss_wait")) t_rss_return(0);
+  else if (!strcmp(t, "rss_trim")) t_rss_return(1);
+  else if (!strcmp(t, "steady_calls")) t_steady_calls();
+  else if (!strcmp(t, "thp")) t_thp();
+  else if (!strcmp(t, "profile") && argc == 5) t_profile(argv[2], argv[3], atoll(argv[4]));
+  else {
+    fprintf(stderr, "usage: release-test SCENARIO\n");
+    return 2;
+  }
+  printf("%s: %s\n", t, failures ? "FAILED" : "ok");
+  return failures ? 1 : 0;
+}
