@@ -35,7 +35,11 @@ typedef enum { HAK_THP_NEVER = 0, HAK_THP_AUTO = 1, HAK_THP_ALWAYS = 2 } hak_thp
   X(BIGCACHE_AGE_MS, "HAKMEM_BIGCACHE_AGE_MS", INT, 0, 5000, 500, 0, 86400000, \
     "a cached large block older than this is released (0 = no age limit)") \
   X(THP,          "HAKMEM_THP",          ENUM_THP, 1, 1, 0, 0, 2, \
-    "transparent huge pages for large blocks >= 2 MiB: never | auto | always")
+    "transparent huge pages for large blocks >= 2 MiB: never | auto | always") \
+  X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \
+    "testing: after this many mmap calls, fail the next ones with ENOMEM (0 = off)") \
+  X(FAIL_MMAP_COUNT, "HAKMEM_FAIL_MMAP_COUNT", INT, 0, 0, 0, 0, LLONG_MAX, \
+    "testing: how many mmap calls fail once failing started (0 = all)")
 
 typedef enum {
 #define HAK_X_ENUM(id, ...) HAK_OPT_##id,

@@ -24,8 +24,22 @@ static void os_mapped_add(size_t n) {
 static void os_mapped_sub(size_t n) { atomic_fetch_sub_explicit(&os_mapped, n, memory_order_relaxed); }
 #define os_count(c, n) atomic_fetch_add_explicit(&(c), (n), memory_order_relaxed)
 
+/* Fault injection for tests (HAKMEM_FAIL_MMAP_AFTER / _COUNT). */
+static _Atomic(long long) os_fail_seen;
+static bool os_inject_failure(void) {
+  long long after = hak_opt(FAIL_MMAP_AFTER);
+  if (after <= 0) return false;
+  long long n = atomic_fetch_add_explicit(&os_fail_seen, 1, memory_order_relaxed);
+  long long count = hak_opt(FAIL_MMAP_COUNT);
+  return n >= after && (count == 0 || n < after + count);
+}
+
 void* _hak_os_map(size_t size, void* hint) {
   os_count(os_mmap_calls, 1);
+  if (hak_unlikely(os_inject_failure())) {
+    errno = ENOMEM;
+    return NULL;
+  }
   void* p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return NULL;
   os_count(os_mmap_bytes, size);
