@@ -3,6 +3,7 @@
 #   make debug      build/debug/   (-O0 -g, internal assertions)
 #   make asan       build/asan/    (ASan+UBSan, hak_ prefix only: no malloc override)
 #   make tsan       build/tsan/    (TSan, hak_ prefix only)
+#   make secure     build/libhakmem-secure.so (secure mode, also built by `make`)
 #   make test       all tests (tests/run.sh), ends with "N passed, M failed"
 #   make bench      the peer comparison (scripts/bench.sh)
 #   make install PREFIX=/usr/local
@@ -21,11 +22,12 @@ LIB_CFLAGS_COMMON := -std=gnu11 -fPIC -fvisibility=hidden -ftls-model=initial-ex
 RELEASE_CFLAGS := -O2 -g -DNDEBUG $(LIB_CFLAGS_COMMON)
 DEBUG_CFLAGS   := -O0 -g3 -DHAK_DEBUG=2 $(LIB_CFLAGS_COMMON)
 ASAN_CFLAGS    := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DHAK_DEBUG=1 -DHAK_NO_OVERRIDE $(LIB_CFLAGS_COMMON)
+SECURE_CFLAGS  := -O2 -g -DNDEBUG -DHAK_SECURE=1 $(LIB_CFLAGS_COMMON)
 TSAN_CFLAGS    := -O1 -g -fsanitize=thread -DHAK_DEBUG=1 -DHAK_NO_OVERRIDE $(LIB_CFLAGS_COMMON)
 LIB_LDFLAGS    := -shared -pthread -Wl,-z,now -Wl,--version-script=src/exports.map -Wl,-soname,libhakmem.so.0
 
-.PHONY: all debug asan tsan test bench install clean
-all: $(BUILD)/libhakmem.so $(BUILD)/libhakmem.a $(BUILD)/hakmem
+.PHONY: all debug asan tsan secure test bench install clean
+all: $(BUILD)/libhakmem.so $(BUILD)/libhakmem.a $(BUILD)/hakmem $(BUILD)/libhakmem-secure.so
 
 define variant
 $(1)/unity.o: $(SRCS) $(HDRS) Makefile
@@ -40,6 +42,12 @@ $(eval $(call variant,$(BUILD),$(RELEASE_CFLAGS),))
 $(eval $(call variant,$(BUILD)/debug,$(DEBUG_CFLAGS),))
 $(eval $(call variant,$(BUILD)/asan,$(ASAN_CFLAGS),-fsanitize=address,undefined))
 $(eval $(call variant,$(BUILD)/tsan,$(TSAN_CFLAGS),-fsanitize=thread))
+$(eval $(call variant,$(BUILD)/secure,$(SECURE_CFLAGS),))
+
+# secure mode: a separate library (no run-time switch on the default fast path)
+$(BUILD)/libhakmem-secure.so: $(BUILD)/secure/libhakmem.so
+	cp $< $@
+secure: $(BUILD)/libhakmem-secure.so
 
 debug: $(BUILD)/debug/libhakmem.so $(BUILD)/debug/libhakmem.a
 asan:  $(BUILD)/asan/libhakmem.a

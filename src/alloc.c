@@ -8,17 +8,18 @@
 /* ---------------------------------------------------------------- fast paths */
 hak_inline void* hak_malloc_inline(size_t n) {
   hak_heap_t* h = hak_heap_get();
-  size_t cls;
-  if (hak_likely(n <= HAK_SMALL_FAST_MAX)) cls = hak_class_of_small(n);
-  else if (n <= HAK_MEDIUM_MAX) cls = hak_class_of(n);
+  size_t cls, need = n + HAK_TRAILER;
+  if (hak_likely(need <= HAK_SMALL_FAST_MAX)) cls = hak_class_of_small(need);
+  else if (need <= HAK_MEDIUM_MAX && need > n) cls = hak_class_of(need);
   else return _hak_malloc_generic(h, n, 0);
   hak_slab_t* s = h->cls[cls].cur;
   hak_block_t* b = s->free;
   if (hak_likely(b != NULL)) {
-    s->free = b->next;
+    s->free = hak_block_next(b);
     s->used++;
     b->cookie = 0;
     h->cls[cls].nmalloc++;
+    if (HAK_SECURE) _hak_secure_alloc(s, b, n);
     return b;
   }
   return _hak_malloc_generic(h, n, 0);
@@ -37,7 +38,8 @@ hak_inline void hak_free_inline(void* p, const char* op) {
       uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
       if (hak_likely(off < s->bump && hak_is_block_start(s, off) &&
                      b->cookie != hak_cookie(b))) {
-        b->next = s->free;
+        if (HAK_SECURE) _hak_secure_free(s, b, op);
+        hak_block_set_next(b, s->free);
         b->cookie = hak_cookie(b);
         s->free = b;
         if (hak_likely(--s->used != 0)) return;
@@ -106,7 +108,7 @@ hak_api void* hak_realloc(void* p, size_t n) {
   }
   size_t usable = _hak_usable_size(p, "realloc");
   if (usable == 0) return NULL;   /* invalid pointer, reported (warn/ignore mode) */
-  if (n <= usable && n >= usable / 2) return p;
+  if (!HAK_SECURE && n <= usable && n >= usable / 2) return p;   /* secure: always move (fresh trailer) */
   void* q = hak_malloc_inline(n);
   if (q == NULL) return NULL;
   memcpy(q, p, n < usable ? n : usable);

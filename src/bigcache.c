@@ -115,7 +115,7 @@ static void bc_evict_oldest_locked(hak_segment_t** out, size_t* nout, size_t cap
 bool _hak_bigcache_put(hak_segment_t* seg) {
   size_t k = bc_class_floor(seg->map_size);
   uint64_t limit = max_bytes();
-  if (k >= BC_CLASSES || seg->large_off != HAK_LARGE_HDR || seg->map_size > limit) return false;
+  if (k >= BC_CLASSES || seg->large_off >= HAK_LARGE_HDR + HAK_OS_PAGE || seg->map_size > limit) return false;
   hak_segment_t* evicted[BC_WAYS + 8];
   size_t nev = 0;
   uint64_t now = _hak_clock_ms();

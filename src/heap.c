@@ -82,11 +82,13 @@ static void slab_collect(hak_slab_t* s) {
   if (list == NULL) return;
   uint32_t n = 1;
   hak_block_t* tail = list;
-  while (tail->next != NULL) {
-    tail = tail->next;
+  if (HAK_SECURE) _hak_secure_collected(s, tail);
+  while (hak_block_next(tail) != NULL) {
+    tail = hak_block_next(tail);
+    if (HAK_SECURE) _hak_secure_collected(s, tail);
     if (hak_unlikely(++n > s->used)) _hak_fatal("hakmem: heap corruption: remote free list of slab %p is longer than its live blocks (double free from another thread?)\n", (void*)s);
   }
-  tail->next = s->free;
+  hak_block_set_next(tail, s->free);
   s->free = list;
   s->used -= n;
 }
@@ -102,17 +104,32 @@ static bool slab_extend(hak_slab_t* s) {
   uint32_t left = (limit - s->bump) / bsize;
   if (count > left) count = left;
   uint8_t* p = slab_start(s) + s->bump;
+  s->bump += count * bsize;
+  if (HAK_SECURE) {   /* random order, each block filled as if freed */
+    void* v[256];   /* count <= 4096 / 16 */
+    for (uint32_t i = 0; i < count; i++) {
+      v[i] = p + (size_t)i * bsize;
+      _hak_secure_carve_fill(v[i], bsize);
+    }
+    _hak_secure_shuffle(v, count);
+    for (uint32_t i = 0; i < count; i++) {
+      hak_block_t* b = v[i];
+      hak_block_set_next(b, i + 1 < count ? (hak_block_t*)v[i + 1] : s->free);
+      b->cookie = hak_cookie(b);
+    }
+    s->free = v[0];
+    return true;
+  }
   hak_block_t* first = (hak_block_t*)p;
   for (uint32_t i = 0; i + 1 < count; i++) {
     hak_block_t* b = (hak_block_t*)(p + (size_t)i * bsize);
-    b->next = (hak_block_t*)(p + (size_t)(i + 1) * bsize);
+    hak_block_set_next(b, (hak_block_t*)(p + (size_t)(i + 1) * bsize));
     b->cookie = hak_cookie(b);
   }
   hak_block_t* last = (hak_block_t*)(p + (size_t)(count - 1) * bsize);
-  last->next = s->free;
+  hak_block_set_next(last, s->free);
   last->cookie = hak_cookie(last);
   s->free = first;
-  s->bump += count * bsize;
   return true;
 }
 
@@ -238,7 +255,7 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls) {
   return &seg->slabs[idx];
 }
 
-static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls) {
+static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req) {
   hak_slab_t* s = h->cls[cls].cur;
   for (;;) {
     if (s != &_hak_slab_empty) {
@@ -267,10 +284,11 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls) {
     avail_push(h, s);
   }
   hak_block_t* b = s->free;
-  s->free = b->next;
+  s->free = hak_block_next(b);
   s->used++;
   b->cookie = 0;
   h->cls[cls].nmalloc++;
+  if (HAK_SECURE) _hak_secure_alloc(s, b, req);
   return b;
 }
 
@@ -295,15 +313,15 @@ void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align) {
     errno = ENOMEM;
     return NULL;
   }
-  size_t cls;
+  size_t cls, need = size + HAK_TRAILER;
   if (align <= 16) {
-    if (size > HAK_MEDIUM_MAX) return _hak_large_alloc(size, 16, false);
-    cls = hak_class_of(size);
+    if (need > HAK_MEDIUM_MAX) return _hak_large_alloc(size, 16, false);
+    cls = hak_class_of(need);
   } else {
-    cls = aligned_class(size, align);
+    cls = aligned_class(need, align);
     if (cls == HAK_NCLASSES) return _hak_large_alloc(size, align, false);
   }
-  return heap_alloc_class(h, cls);
+  return heap_alloc_class(h, cls, size);
 }
 
 /* ---------------------------------------------------------------- free */
@@ -332,7 +350,7 @@ static hak_slab_t* slab_of_checked(hak_segment_t* seg, const void* p, const char
 
 static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
   uint32_t cap = hak_slab_limit(s) / s->bsize, n = 0;
-  for (const hak_block_t* q = s->free; q != NULL && n <= cap; q = q->next, n++)
+  for (const hak_block_t* q = s->free; q != NULL && n <= cap; q = hak_block_next(q), n++)
     if (q == b) return true;
   /* never-carved blocks also carry no valid cookie; carved ones do */
   return false;
@@ -352,8 +370,9 @@ static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t x
     _hak_invalid_pointer("free", b, "block was never allocated");
     return;
   }
+  if (HAK_SECURE) _hak_secure_free(s, b, "free");
   if (xo & HAK_OWNER_FULL) slab_unfull(h, s);
-  b->next = s->free;
+  hak_block_set_next(b, s->free);
   b->cookie = hak_cookie(b);
   s->free = b;
   if (--s->used == 0) _hak_slab_emptied(h, s);
@@ -364,10 +383,11 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
     _hak_double_free("free", b, s->bsize);
     return;
   }
+  if (HAK_SECURE) _hak_secure_free_remote(s, b, "free");
   b->cookie = hak_cookie(b);
   hak_block_t* head = hak_load_relaxed(&s->xthread_free);
   do {
-    b->next = head;
+    hak_block_set_next(b, head);
   } while (!atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, b, memory_order_seq_cst,
                                                   memory_order_relaxed));
   uintptr_t xo = atomic_load_explicit(&s->xowner, memory_order_seq_cst);
@@ -437,7 +457,7 @@ size_t _hak_usable_size(const void* p, const char* op) {
     return _hak_large_usable(seg);
   }
   hak_slab_t* s = slab_of_checked(seg, p, op);
-  return s ? s->bsize : 0;
+  return s ? _hak_secure_usable(s, p) : 0;
 }
 
 bool _hak_is_live_block(const void* p) {

@@ -93,6 +93,27 @@ typedef struct hak_block_s {
 extern uintptr_t _hak_cookie_key;
 hak_inline uintptr_t hak_cookie(const void* b) { return (uintptr_t)b ^ _hak_cookie_key; }
 
+/* Secure mode is a build (libhakmem-secure.so, -DHAK_SECURE=1), not a
+ * run-time switch, so the default fast path carries none of its cost.  Its
+ * hooks sit behind this constant and compile to nothing when it is 0. */
+#ifndef HAK_SECURE
+#define HAK_SECURE 0
+#endif
+#define HAK_TRAILER (HAK_SECURE ? 8 : 0)   /* secure: size + check word after each small block */
+
+/* Free-list links: plain, or (secure) encoded with a per-process secret and
+ * the block's own address, so a forged or overwritten link decodes to
+ * garbage and is caught before it is followed. */
+extern uintptr_t _hak_list_key;
+hak_inline hak_block_t* hak_block_next(const hak_block_t* b) {
+  if (HAK_SECURE) return (hak_block_t*)((uintptr_t)b->next ^ _hak_list_key ^ (uintptr_t)b);
+  return b->next;
+}
+hak_inline void hak_block_set_next(hak_block_t* b, hak_block_t* n) {
+  if (HAK_SECURE) b->next = (hak_block_t*)((uintptr_t)n ^ _hak_list_key ^ (uintptr_t)b);
+  else b->next = n;
+}
+
 /* ---------------------------------------------------------------- slabs
  * A slab is a run of 64 KiB pages of one SuperSlab serving one size class.
  * xowner says who may touch it without atomics: the owner heap's address,
@@ -139,7 +160,8 @@ typedef struct hak_segment_s {
   uint64_t dirty_pages;              /* free pages still resident (release policy) */
   uint64_t dirty_since;              /* ms when dirty_pages last became non-empty */
   size_t large_peak;                 /* largest size this mapping served (touched extent) */
-  uint64_t _pad2[3];
+  size_t guard_off;                  /* secure: offset of the PROT_NONE page after the block */
+  uint64_t _pad2[2];
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;
 
@@ -242,6 +264,27 @@ bool  _hak_large_recently_freed(const void* p);
 void  _hak_large_fork_prepare(void);
 void  _hak_large_fork_parent(void);
 void  _hak_large_fork_child(void);
+
+/* secure.c (no-ops in the default build) */
+#if HAK_SECURE
+void _hak_secure_alloc(hak_slab_t* s, void* b, size_t req);
+void _hak_secure_free(hak_slab_t* s, void* b, const char* op);
+void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op);
+void _hak_secure_collected(hak_slab_t* s, void* b);
+size_t _hak_secure_usable(hak_slab_t* s, const void* b);
+void _hak_secure_carve_fill(void* b, uint32_t bsize);
+void _hak_secure_shuffle(void** v, size_t n);
+void _hak_secure_segment_guards(hak_segment_t* seg);
+#else
+hak_inline void _hak_secure_alloc(hak_slab_t* s, void* b, size_t req) { (void)s, (void)b, (void)req; }
+hak_inline void _hak_secure_free(hak_slab_t* s, void* b, const char* op) { (void)s, (void)b, (void)op; }
+hak_inline void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) { (void)s, (void)b, (void)op; }
+hak_inline void _hak_secure_collected(hak_slab_t* s, void* b) { (void)s, (void)b; }
+hak_inline size_t _hak_secure_usable(hak_slab_t* s, const void* b) { (void)b; return s->bsize; }
+hak_inline void _hak_secure_carve_fill(void* b, uint32_t bsize) { (void)b, (void)bsize; }
+hak_inline void _hak_secure_shuffle(void** v, size_t n) { (void)v, (void)n; }
+hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
+#endif
 
 /* bigcache.c */
 size_t _hak_bigcache_map_size(size_t need);

@@ -122,6 +122,8 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero) {
     return NULL;
   }
   need = hak_align_up(need, HAK_OS_PAGE);
+  bool guard = HAK_SECURE && off == HAK_LARGE_HDR;   /* secure: the block ends at a guard page */
+  if (guard) need += HAK_OS_PAGE;
   hak_segment_t* seg = NULL;
   if (off == HAK_LARGE_HDR) {
     seg = _hak_bigcache_take(need);
@@ -147,12 +149,18 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero) {
     large_thp(seg);
   }
   seg->large_off = off;
+  seg->guard_off = 0;
+  if (guard) {
+    size_t body = hak_align_up(size, HAK_OS_PAGE);
+    seg->large_off = off + body - hak_align_up(size, 16);
+    if (_hak_os_protect((uint8_t*)seg + off + body, HAK_OS_PAGE, PROT_NONE)) seg->guard_off = off + body;
+  }
   seg->large_size = size;
   seg->used_pages = 1;   /* live; 0 while cached or parked */
   if (size > seg->large_peak) seg->large_peak = size;
   atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
   large_account(seg->map_size, 0);
-  void* p = (uint8_t*)seg + off;
+  void* p = (uint8_t*)seg + seg->large_off;
   if (zero && !seg->large_fresh) memset(p, 0, size);
   seg->large_fresh = 0;
   return p;
@@ -170,6 +178,10 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     return;
   }
   seg->used_pages = 0;
+  if (seg->guard_off) {
+    _hak_os_protect((uint8_t*)seg + seg->guard_off, HAK_OS_PAGE, PROT_READ | PROT_WRITE);
+    seg->guard_off = 0;
+  }
   unsigned i = atomic_fetch_add_explicit(&recent_pos, 1, memory_order_relaxed) % RECENT_N;
   hak_store_relaxed(&recent_freed[i], (uintptr_t)p);
   atomic_fetch_add_explicit(&_hak_stat_large_frees, 1, memory_order_relaxed);
@@ -194,7 +206,7 @@ bool _hak_large_recently_freed(const void* p) {
 void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   size_t off = seg->large_off;
   size_t usable = _hak_large_usable(seg);
-  if (size <= HAK_MEDIUM_MAX / 2 || (seg->huge_aligned && size > seg->map_size - off)) {
+  if (HAK_SECURE || size <= HAK_MEDIUM_MAX / 2 || (seg->huge_aligned && size > seg->map_size - off)) {
     /* becomes small (or a huge-aligned block grows): move by copy */
     void* q = hak_malloc(size);
     if (q == NULL) return NULL;

@@ -54,6 +54,7 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
   if (seg == NULL) {
     seg = seg_map_new(map_size);
     if (seg == NULL) return NULL;
+    if (HAK_SECURE && kind == HAK_SEG_SMALL) _hak_secure_segment_guards(seg);
     _hak_segmap_set(seg, true);
   }
   /* A fresh mapping is zero: every slab descriptor reads HAK_OWNER_UNUSED.
@@ -61,7 +62,8 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
   if (kind == HAK_SEG_LARGE) seg->dirty_pages = 0;   /* small: cached pages keep their state */
   seg->kind = kind;
   seg->used_pages = 0;
-  seg->free_pages = kind == HAK_SEG_SMALL ? ~(uint64_t)1 : 0;
+  /* page 0 is the header; in secure mode the last page is a guard */
+  seg->free_pages = kind == HAK_SEG_SMALL ? (~(uint64_t)1 & ~((uint64_t)HAK_SECURE << 63)) : 0;
   seg->heap = NULL;
   seg->next = seg->prev = NULL;
   seg->map_size = map_size;
@@ -125,13 +127,14 @@ void _hak_segments_prewarm(size_t bytes) {
     hak_segment_t* seg = seg_map_new(HAK_SEG_SIZE);
     if (seg == NULL) return;
     _hak_segmap_set(seg, true);
-    for (size_t off = HAK_PAGE_SIZE; off < HAK_SEG_SIZE; off += HAK_OS_PAGE) ((volatile uint8_t*)seg)[off] = 0;
+    for (size_t off = HAK_PAGE_SIZE; off < HAK_SEG_SIZE - (HAK_SECURE ? HAK_PAGE_SIZE : 0); off += HAK_OS_PAGE) ((volatile uint8_t*)seg)[off] = 0;
     seg->kind = HAK_SEG_SMALL;
     seg->map_size = HAK_SEG_SIZE;
-    seg->free_pages = ~(uint64_t)1;
-    seg->dirty_pages = ~(uint64_t)1;
+    if (HAK_SECURE) _hak_secure_segment_guards(seg);
+    seg->free_pages = ~(uint64_t)1 & ~((uint64_t)HAK_SECURE << 63);
+    seg->dirty_pages = seg->free_pages;
     seg->dirty_since = _hak_clock_ms();
-    atomic_fetch_add_explicit(&_hak_retained_bytes, (HAK_PAGES_PER_SEG - 1) << HAK_PAGE_SHIFT, memory_order_relaxed);
+    atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(seg->dirty_pages) << HAK_PAGE_SHIFT, memory_order_relaxed);
     pthread_mutex_lock(&seg_lock);
     seg->next = seg_cache;
     seg_cache = seg;

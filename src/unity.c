@@ -7,6 +7,7 @@
 #include "large.c"
 #include "bigcache.c"
 #include "release.c"
+#include "secure.c"
 #include "alloc.c"
 #include "stats.c"
 #include "init.c"

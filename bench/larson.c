@@ -1,0 +1,164 @@
+/* larson — a Larson-style server simulation.
+ *
+ * T threads; each owns an array of WS slots for one round and replaces random
+ * blocks in it (free the old block, malloc a new one of a random size in
+ * [MIN, MAX], write it).  Between rounds the arrays move on: in round r thread
+ * t works on array (t + r) mod T, so the first free of each slot in a round
+ * releases a block another thread allocated (a cross-thread free).
+ * --respawn=1 starts new threads every round (the old ones exit), as the
+ * original Larson benchmark does, so blocks also outlive their thread.
+ * ITERS is the total over all threads and rounds; ops_per_sec counts
+ * free+malloc operations per second over all threads. */
+#include "bench_common.h"
+
+#include <pthread.h>
+
+static uint64_t iters = 20000000, ws = 1000, minsz = 16, maxsz = 1024, seed = 42, threads = 0, rounds = 100,
+                respawn = 0;
+static const char* touch = "first";
+
+static const b_opt_t opts[] = {
+    B_OPT_U("threads", "THREADS", &threads, 0, 4096, "threads (0 = number of CPUs)"),
+    B_OPT_U("iters", "ITERS", &iters, 1, UINT64_MAX, "total operations over all threads"),
+    B_OPT_U("ws", "WS", &ws, 1, 1u << 28, "slots per array (one array per thread)"),
+    B_OPT_U("rounds", "ROUNDS", &rounds, 1, 1u << 24, "rounds; arrays change threads between rounds"),
+    B_OPT_U("min", "MIN", &minsz, 1, 1ull << 40, "smallest block size"),
+    B_OPT_U("max", "MAX", &maxsz, 1, 1ull << 40, "largest block size"),
+    B_OPT_U("seed", "SEED", &seed, 0, UINT64_MAX, "PRNG seed"),
+    B_OPT_U("respawn", "RESPAWN", &respawn, 0, 1, "1 = new threads every round (old ones exit)"),
+    B_OPT_C("touch", "TOUCH", &touch, "first|lines|none", "how each new block is written"),
+    B_OPT_LAST};
+
+typedef struct {
+  unsigned char** slot;
+  uint64_t rng;
+} array_t;
+
+static array_t* arrays;
+static uint64_t per_round; /* operations per thread per round */
+static uint32_t span;
+static int tmode;
+static pthread_barrier_t barrier;
+
+static void work(array_t* a) {
+  unsigned char** const s = a->slot;
+  const uint32_t w = (uint32_t)ws, sp = span;
+  const size_t lo = (size_t)minsz;
+  const int tm = tmode;
+  uint64_t st = a->rng;
+  for (uint64_t i = 0; i < per_round; i++) {
+    uint64_t r = b_rng(&st);
+    uint32_t k = b_bounded((uint32_t)(r >> 32), w);
+    size_t size = lo + b_bounded((uint32_t)r, sp);
+    free(s[k]);
+    unsigned char* p = malloc(size);
+    if (B_UNLIKELY(p == NULL)) b_oom(size);
+    b_touch(tm, p, size, (unsigned char)k);
+    s[k] = p;
+  }
+  a->rng = st;
+}
+
+typedef struct {
+  uint64_t id, round;
+} targ_t;
+
+static void* persistent(void* arg) {
+  targ_t* t = arg;
+  pthread_barrier_wait(&barrier); /* start */
+  for (uint64_t r = 0; r < rounds; r++) {
+    work(&arrays[(t->id + r) % threads]);
+    pthread_barrier_wait(&barrier);
+  }
+  return NULL;
+}
+
+static void* one_round(void* arg) {
+  targ_t* t = arg;
+  work(&arrays[(t->id + t->round) % threads]);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  b_parse(argc, argv,
+          "Larson-style server: THREADS threads replace random blocks in their arrays; arrays move to\n"
+          "another thread every round, so blocks are freed by a thread other than their allocator.",
+          opts);
+  if (threads == 0) threads = b_ncpus();
+  if (minsz > maxsz) b_die(2, "--min (%" PRIu64 ") is larger than --max (%" PRIu64 ")", minsz, maxsz);
+  if (maxsz - minsz >= UINT32_MAX) b_die(2, "--max - --min must be below 4Gi");
+  span = (uint32_t)(maxsz - minsz + 1);
+  tmode = b_touch_mode(touch);
+  per_round = iters / (threads * rounds);
+  if (per_round == 0) per_round = 1;
+  uint64_t total = per_round * threads * rounds;
+
+  arrays = calloc(threads, sizeof *arrays);
+  pthread_t* tid = calloc(threads, sizeof *tid);
+  targ_t* targ = calloc(threads, sizeof *targ);
+  if (!arrays || !tid || !targ) b_oom(threads * sizeof *arrays);
+  uint64_t sm = seed;
+  for (uint64_t t = 0; t < threads; t++) {
+    arrays[t].slot = calloc(ws, sizeof *arrays[t].slot);
+    if (!arrays[t].slot) b_oom(ws * sizeof *arrays[t].slot);
+    arrays[t].rng = b_rng(&sm);
+    targ[t].id = t;
+  }
+
+  b_snap_t a, b;
+  if (!respawn) {
+    if (pthread_barrier_init(&barrier, NULL, (unsigned)threads + 1) != 0) b_die(1, "pthread_barrier_init failed");
+    for (uint64_t t = 0; t < threads; t++)
+      if (pthread_create(&tid[t], NULL, persistent, &targ[t]) != 0) b_die(1, "pthread_create failed");
+    b_snap(&a);
+    pthread_barrier_wait(&barrier);
+    for (uint64_t r = 0; r < rounds; r++) pthread_barrier_wait(&barrier);
+    b_snap(&b);
+    for (uint64_t t = 0; t < threads; t++) pthread_join(tid[t], NULL);
+    pthread_barrier_destroy(&barrier);
+  } else {
+    b_snap(&a);
+    for (uint64_t r = 0; r < rounds; r++) {
+      for (uint64_t t = 0; t < threads; t++) {
+        targ[t].round = r;
+        if (pthread_create(&tid[t], NULL, one_round, &targ[t]) != 0) b_die(1, "pthread_create failed");
+      }
+      for (uint64_t t = 0; t < threads; t++) pthread_join(tid[t], NULL);
+    }
+    b_snap(&b);
+  }
+  uint64_t rss_live = b_rss_kb();
+
+  uint64_t bad = 0;
+  for (uint64_t t = 0; t < threads; t++) {
+    for (uint64_t k = 0; k < ws; k++) {
+      unsigned char* p = arrays[t].slot[k];
+      if (p && tmode != B_TOUCH_NONE && p[0] != (unsigned char)k) bad++;
+      free(p);
+    }
+    free(arrays[t].slot);
+  }
+  free(arrays);
+  free(tid);
+  free(targ);
+  if (bad) fprintf(stderr, "%s: %" PRIu64 " live blocks lost their contents\n", b_prog, bad);
+
+  double sec = (double)(b.t_ns - a.t_ns) / 1e9;
+  b_result_t r;
+  b_result_begin(&r, "larson");
+  b_kv(&r, "ops_per_sec=%.0f", sec > 0 ? (double)total / sec : 0.0);
+  b_kv(&r, "ns_per_op=%.3f", total ? (double)(b.t_ns - a.t_ns) / (double)total : 0.0);
+  b_kv(&r, "ops=%" PRIu64, total);
+  double cpu = b_tv(&b.ru.ru_utime) - b_tv(&a.ru.ru_utime) + b_tv(&b.ru.ru_stime) - b_tv(&a.ru.ru_stime);
+  b_kv(&r, "ops_per_cpu_sec=%.0f", cpu > 0 ? (double)total / cpu : 0.0);
+  b_kv(&r, "threads=%" PRIu64, threads);
+  b_kv(&r, "rounds=%" PRIu64, rounds);
+  b_kv(&r, "ws=%" PRIu64, ws);
+  b_kv(&r, "min=%" PRIu64, minsz);
+  b_kv(&r, "max=%" PRIu64, maxsz);
+  b_kv(&r, "respawn=%" PRIu64, respawn);
+  b_kv(&r, "rss_live_kb=%" PRIu64, rss_live);
+  b_kv(&r, "check=%s", bad ? "FAIL" : "ok");
+  b_result_end(&r, &a, &b, "ops_per_sec", "higher");
+  return bad ? 1 : 0;
+}

@@ -1,0 +1,766 @@
+#!/usr/bin/env python3
+"""Statistics and reports for hakmem's benchmark runners (standard library only).
+
+Subcommands:
+  summary V...                 n, median, mean, stddev, CV of numbers (one line)
+  report DIR                   suite report: DIR/raw.tsv + DIR/meta.tsv ->
+                               runs.csv, report.md, charts; prints report.md
+  syscalls DIR                 syscall budget: DIR/syscalls.tsv -> syscalls.csv,
+                               report.md; prints report.md
+  soak DIR                     soak summary: DIR/soak.csv (+ meta.tsv, result.txt)
+                               -> summary.md, soak.png; prints summary.md
+  ab DIR                       A/B verdict: DIR/ab.tsv (+ meta.tsv) -> report.md;
+                               prints it; exit status 1 on NO-GO
+
+Definitions (used by every mode):
+  median   middle value of the sorted sample; mean of the two middle ones for even n
+  mean     arithmetic mean
+  stddev   sample standard deviation (divisor n - 1); 0 when n = 1
+  CV       stddev / mean * 100 (%); 0 when the mean is 0
+  ratio    median(X) / median(baseline)   (for lower-is-better figures a ratio
+           below 1 is better; charts plot baseline/X for those so up is better)
+"""
+import csv
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+# ----------------------------------------------------------------- statistics
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    if n == 0:
+        return float("nan")
+    m = n // 2
+    return s[m] if n % 2 else (s[m - 1] + s[m]) / 2.0
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def stddev(xs):
+    n = len(xs)
+    if n < 2:
+        return 0.0
+    mu = mean(xs)
+    return math.sqrt(sum((x - mu) ** 2 for x in xs) / (n - 1))
+
+
+def cv_pct(xs):
+    mu = mean(xs)
+    if not xs or mu == 0:
+        return 0.0
+    return stddev(xs) / mu * 100.0
+
+
+def describe(xs):
+    return {
+        "n": len(xs),
+        "median": median(xs),
+        "mean": mean(xs),
+        "stddev": stddev(xs),
+        "cv_pct": cv_pct(xs),
+        "min": min(xs) if xs else float("nan"),
+        "max": max(xs) if xs else float("nan"),
+    }
+
+
+def g(x):
+    """Exact-enough text of a number for machine-readable output."""
+    if isinstance(x, int):
+        return str(x)
+    if x != x:
+        return "nan"
+    return "%.10g" % x
+
+
+# ----------------------------------------------------------------- formatting
+
+
+def unit_of(key):
+    if key.endswith("_kb"):
+        return "MB"
+    if key in ("ops_per_sec", "ops_per_cpu_sec"):
+        return "M ops/s"
+    if key.endswith("_ns") or key == "ns_per_op":
+        return "ns"
+    return ""
+
+
+def fmt(key, v):
+    """A value in the unit of its key (KiB -> MB, ops/s -> M ops/s)."""
+    if v is None or v != v:
+        return "—"
+    if key.endswith("_kb"):
+        return "%.1f" % (v / 1024.0)
+    if key in ("ops_per_sec", "ops_per_cpu_sec"):
+        return "%.2f" % (v / 1e6)
+    if key.endswith("_ns") or key == "ns_per_op":
+        return "{:,.0f}".format(v) if abs(v) >= 1000 else "%.1f" % v
+    if abs(v) >= 1e6:
+        return "{:,.0f}".format(v)
+    if v == int(v):
+        return "%d" % v
+    return "%.3g" % v
+
+
+FIGURE_NAMES = {
+    "ops_per_sec": "throughput",
+    "ns_per_op": "time per operation",
+    "p99_ns": "p99 latency of malloc and free",
+    "rss_final_kb": "RSS after regrowth",
+}
+
+
+def figure_name(key):
+    """`throughput [M ops/s] (ops_per_sec)`: the name, unit and key of a figure."""
+    u = unit_of(key)
+    name = FIGURE_NAMES.get(key)
+    if name:
+        return "%s%s (`%s`)" % (name, " [%s]" % u if u else "", key)
+    return "`%s`%s" % (key, " [%s]" % u if u else "")
+
+
+def label(key, better):
+    return "%s, %s is better" % (figure_name(key), better)
+
+
+def md_table(header, rows, align=None):
+    out = ["| " + " | ".join(header) + " |"]
+    if align is None:
+        align = ["l"] + ["r"] * (len(header) - 1)
+    out.append("|" + "|".join(":---" if a == "l" else "---:" for a in align) + "|")
+    for r in rows:
+        out.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+def num(s):
+    try:
+        v = float(s)
+    except (TypeError, ValueError):
+        return None
+    return v if v == v else None
+
+
+def read_meta(d):
+    meta = {}
+    p = os.path.join(d, "meta.tsv")
+    if os.path.exists(p):
+        with open(p) as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if "\t" in line:
+                    k, v = line.split("\t", 1)
+                    meta[k] = v
+    return meta
+
+
+def parse_result(line):
+    kv = {}
+    for w in line.split()[1:]:
+        if "=" in w:
+            k, v = w.split("=", 1)
+            kv[k] = v
+    return kv
+
+
+# ----------------------------------------------------------------- gnuplot
+
+
+def gnuplot(script, cwd):
+    """Run a gnuplot script (pngcairo, falling back to png).  Returns an
+    error text or None."""
+    if not shutil.which("gnuplot"):
+        return "gnuplot not installed (scripts/setup.sh installs gnuplot-nox)"
+    last = ""
+    for term in ("pngcairo noenhanced font ',10'", "png noenhanced"):
+        text = script.replace("@TERM@", term)
+        r = subprocess.run(["gnuplot"], input=text, text=True, cwd=cwd, capture_output=True)
+        if r.returncode == 0:
+            return None
+        last = r.stderr.strip().splitlines()[-1:] or ["gnuplot failed"]
+        last = last[0]
+    return last
+
+
+def gp_quote(s):
+    return "'" + s.replace("'", "''") + "'"
+
+
+def histogram_chart(cwd, png, datafile, ncols, title, ylabel, logscale=False, refline=None):
+    lines = [
+        "set terminal @TERM@ size 1100,520",
+        "set output %s" % gp_quote(png),
+        "set title %s" % gp_quote(title),
+        "set style data histograms",
+        "set style histogram clustered gap 1",
+        "set style fill solid 0.85 border -1",
+        "set boxwidth 0.9",
+        "set datafile missing '?'",
+        "set key outside right top",
+        "set ylabel %s" % gp_quote(ylabel),
+        "set grid ytics",
+        "set xtics rotate by -25 nomirror",
+    ]
+    if logscale:
+        lines.append("set logscale y")
+    else:
+        lines.append("set yrange [0:*]")
+    if refline is not None:
+        lines.append("set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lw 1.5 lc rgb 'black'"
+                     % (refline, refline))
+    lines.append("plot for [i=2:%d] %s using i:xtic(1) title columnheader(i)" % (ncols, gp_quote(datafile)))
+    return gnuplot("\n".join(lines) + "\n", cwd)
+
+
+# ----------------------------------------------------------------- summary
+
+
+def cmd_summary(args):
+    xs = []
+    for a in args:
+        v = num(a)
+        if v is None:
+            sys.stderr.write("stats.py summary: not a number: %r\n" % a)
+            return 2
+        xs.append(v)
+    if not xs:
+        sys.stderr.write("stats.py summary: no numbers\n")
+        return 2
+    d = describe(xs)
+    print(" ".join("%s=%s" % (k, g(d[k])) for k in ("n", "median", "mean", "stddev", "cv_pct", "min", "max")))
+    return 0
+
+
+# ----------------------------------------------------------------- suite report
+
+ALLOC_ORDER = ["hakmem", "glibc", "mimalloc", "jemalloc", "tcmalloc"]
+BENCH_ORDER = ["random_mixed", "vm", "vm_cold", "larson", "xthread", "latency", "fragment"]
+DESCRIPTION = {
+    "random_mixed": "1 thread, WS live slots, free + malloc of a uniform size in [MIN, MAX] per op",
+    "vm": "malloc(2 MiB) + write every page + free, per iteration",
+    "vm_cold": "random sizes 256 KiB..8 MiB over 4 live slots, every page written",
+    "larson": "THREADS threads replace blocks in arrays that move between threads each round",
+    "xthread": "producers malloc, consumers free (every free remote), batched queue",
+    "latency": "per-call latency of malloc and free on the mixed workload (timer overhead subtracted)",
+    "fragment": "grow to FRAG_MB MiB, free 90 % scattered, regrow with larger sizes: RSS",
+}
+DETAILS = {
+    "vm": ["ns_per_op", "minflt_per_op", "sys_s", "rss_loop_end_kb"],
+    "vm_cold": ["ns_per_op", "minflt_per_op", "sys_s", "rss_loop_end_kb"],
+    "latency": ["malloc_p50_ns", "malloc_p99_ns", "malloc_p999_ns", "malloc_max_ns",
+                "free_p50_ns", "free_p99_ns", "free_p999_ns", "free_max_ns", "p999_ns"],
+    "fragment": ["rss_grow_kb", "rss_after_free_kb", "rss_final_kb", "rss_end_kb", "final_overhead",
+                 "lazyfree_after_free_kb"],
+    "larson": ["ns_per_op", "ops_per_cpu_sec", "nivcsw"],
+    "xthread": ["ns_per_op", "ops_per_cpu_sec", "nivcsw"],
+    "random_mixed": ["ns_per_op"],
+}
+
+
+def ordered(names, order):
+    return [x for x in order if x in names] + sorted(x for x in names if x not in order)
+
+
+def load_raw(d):
+    runs = []
+    p = os.path.join(d, "raw.tsv")
+    if not os.path.exists(p):
+        return runs
+    with open(p) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 6:
+                continue
+            bench, alloc, run, status, wall, params = parts[:6]
+            res = parts[6] if len(parts) > 6 else ""
+            kv = parse_result(res) if res.startswith("RESULT") else {}
+            runs.append({"bench": bench, "alloc": alloc, "run": run, "status": status, "wall_s": wall,
+                         "params": params, "kv": kv})
+    return runs
+
+
+def write_runs_csv(d, runs):
+    first = ["bench", "alloc", "run", "status", "wall_s", "params", "primary", "better", "value"]
+    keys = set()
+    for r in runs:
+        keys.update(r["kv"].keys())
+    keys.discard("bench")
+    rest = sorted(k for k in keys if k not in first)
+    with open(os.path.join(d, "runs.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(first + rest)
+        for r in runs:
+            kv = r["kv"]
+            prim = kv.get("primary", "")
+            w.writerow([r["bench"], r["alloc"], r["run"], r["status"], r["wall_s"], r["params"], prim,
+                        kv.get("better", ""), kv.get(prim, "")] + [kv.get(k, "") for k in rest])
+
+
+def cmd_report(args):
+    if len(args) != 1:
+        sys.stderr.write("usage: stats.py report DIR\n")
+        return 2
+    d = args[0]
+    meta = read_meta(d)
+    runs = load_raw(d)
+    write_runs_csv(d, runs)
+
+    benches = ordered({r["bench"] for r in runs}, BENCH_ORDER)
+    allocs = ordered({r["alloc"] for r in runs}, ALLOC_ORDER)
+    want_base = meta.get("baseline", "mimalloc")
+    ok = [r for r in runs if r["status"] == "ok"]
+    base = want_base if any(r["alloc"] == want_base for r in ok) else ("glibc" if any(
+        r["alloc"] == "glibc" for r in ok) else (allocs[0] if allocs else want_base))
+
+    def values(bench, alloc, key):
+        out = []
+        for r in ok:
+            if r["bench"] == bench and r["alloc"] == alloc:
+                v = num(r["kv"].get(key))
+                if v is not None:
+                    out.append(v)
+        return out
+
+    info = {}  # bench -> (primary, better)
+    for b in benches:
+        prim, better = "ops_per_sec", "higher"
+        for r in ok:
+            if r["bench"] == b and "primary" in r["kv"]:
+                prim, better = r["kv"]["primary"], r["kv"].get("better", "higher")
+                break
+        info[b] = (prim, better)
+
+    med = {}  # (bench, alloc) -> median of primary
+    for b in benches:
+        for a in allocs:
+            xs = values(b, a, info[b][0])
+            if xs:
+                med[(b, a)] = median(xs)
+
+    def ratio(b, a):
+        if (b, a) in med and (b, base) in med and med[(b, base)]:
+            return med[(b, a)] / med[(b, base)]
+        return None
+
+    out = []
+    title = "# hakmem benchmark report — %s, %s" % (meta.get("date", "?"), meta.get("host", "?"))
+    out.append(title)
+    out.append("")
+    for k, lab in (("machine", "machine"), ("kernel", "kernel"), ("thp", "transparent huge pages"),
+                   ("load", "load average (1 min) before / after"),
+                   ("runs", "runs per allocator"), ("preset", "parameters preset"), ("order", "order"),
+                   ("hakmem_env", "HAKMEM_* environment"), ("user_env", "benchmark variables set by the user"),
+                   ("command", "command")):
+        if meta.get(k):
+            out.append("- %s: %s" % (lab, meta[k]))
+    alloc_lines = []
+    for a in allocs:
+        if meta.get("lib_" + a) is not None:
+            alloc_lines.append("%s %s (%s)" % (a, meta.get("ver_" + a, "?"), meta.get("lib_" + a) or "no preload"))
+    if alloc_lines:
+        out.append("- allocators: " + "; ".join(alloc_lines))
+    if meta.get("absent"):
+        out.append("- absent (not measured): " + meta["absent"])
+    out.append("- statistics: median, mean, sample stddev and CV = stddev/mean over the runs; ratio = median / "
+               "median of **%s**%s" % (base, "" if base == want_base else " (%s absent)" % want_base))
+    out.append("")
+
+    # Summary tables.
+    if benches and allocs:
+        out.append("## Summary: ratio to %s (median / median)" % base)
+        out.append("")
+        rows = []
+        for b in benches:
+            prim, better = info[b]
+            cells = []
+            for a in allocs:
+                rt = ratio(b, a)
+                cells.append("%.2f" % rt if rt is not None else "—")
+            rows.append([b, label(prim, better)] + cells)
+        out.append(md_table(["benchmark", "figure"] + allocs, rows, ["l", "l"] + ["r"] * len(allocs)))
+        out.append("")
+        out.append("## Summary: medians")
+        out.append("")
+        rows = []
+        for b in benches:
+            prim, better = info[b]
+            rows.append([b, figure_name(prim)] + [fmt(prim, med.get((b, a))) for a in allocs])
+        out.append(md_table(["benchmark", "figure"] + allocs, rows, ["l", "l"] + ["r"] * len(allocs)))
+        out.append("")
+
+    # Per benchmark.
+    for b in benches:
+        prim, better = info[b]
+        u = unit_of(prim)
+        out.append("## %s — %s" % (b, label(prim, better)))
+        out.append("")
+        if b in DESCRIPTION:
+            out.append(DESCRIPTION[b] + ".")
+        params = sorted({r["params"] for r in runs if r["bench"] == b and r["params"]})
+        if params:
+            out.append("Parameters: `%s`." % "`, `".join(params))
+        out.append("")
+        rows = []
+        for a in allocs:
+            xs = values(b, a, prim)
+            nruns = len([r for r in runs if r["bench"] == b and r["alloc"] == a])
+            if not xs:
+                if nruns:
+                    rows.append([a, "failed"] + ["—"] * 7)
+                continue
+            ds = describe(xs)
+            rt = ratio(b, a)
+            pk = values(b, a, "peak_rss_kb")
+            mf = values(b, a, "minflt")
+            rows.append([a, fmt(prim, ds["median"]), fmt(prim, ds["mean"]), fmt(prim, ds["stddev"]),
+                         "%.2f %%" % ds["cv_pct"], "%.3f" % rt if rt is not None else "—",
+                         fmt("peak_rss_kb", median(pk)) if pk else "—",
+                         "%d" % median(mf) if mf else "—", "%d/%d" % (len(xs), nruns)])
+        hdr = ["allocator", "median", "mean", "stddev", "CV", "ratio vs %s%s" % (
+            base, " (lower is better)" if better == "lower" else ""), "peak RSS [MB]", "minor faults", "runs ok"]
+        # Fix up rows of failed allocators to the header width.
+        rows = [r + ["—"] * (len(hdr) - len(r)) if len(r) < len(hdr) else r[:len(hdr)] for r in rows]
+        if u:
+            hdr[1] = "median [%s]" % u
+        out.append(md_table(hdr, rows))
+        out.append("")
+        det = [k for k in DETAILS.get(b, []) if k != prim]
+        if det:
+            rows = []
+            for a in allocs:
+                cells = []
+                for k in det:
+                    xs = values(b, a, k)
+                    cells.append(fmt(k, median(xs)) if xs else "—")
+                if any(c != "—" for c in cells):
+                    rows.append([a] + cells)
+            if rows:
+                out.append("Details (medians; `_kb` columns in MB, `_ns` in ns, `ops_per_*` in M ops/s):")
+                out.append("")
+                out.append(md_table(["allocator"] + det, rows))
+                out.append("")
+
+    # Charts.
+    charts = []
+    if benches and allocs:
+        with open(os.path.join(d, "ratio.dat"), "w") as f:
+            f.write("bench " + " ".join(allocs) + "\n")
+            for b in benches:
+                cells = []
+                for a in allocs:
+                    rt = ratio(b, a)
+                    if rt is None or rt == 0:
+                        cells.append("?")
+                    else:
+                        cells.append("%.4f" % (rt if info[b][1] == "higher" else 1.0 / rt))
+                f.write(b + " " + " ".join(cells) + "\n")
+        with open(os.path.join(d, "peak_rss.dat"), "w") as f:
+            f.write("bench " + " ".join(allocs) + "\n")
+            for b in benches:
+                cells = []
+                for a in allocs:
+                    pk = values(b, a, "peak_rss_kb")
+                    cells.append("%.2f" % (median(pk) / 1024.0) if pk else "?")
+                f.write(b + " " + " ".join(cells) + "\n")
+        n = len(allocs) + 1
+        err = histogram_chart(d, "ratio.png", "ratio.dat", n,
+                              "Performance relative to %s (higher is better; time, latency and RSS figures "
+                              "inverted: %s/X)" % (base, base), "relative to %s" % base, refline=1.0)
+        if err is None:
+            charts.append(("ratio.png", "performance relative to %s" % base))
+        err2 = histogram_chart(d, "peak_rss.png", "peak_rss.dat", n, "Peak RSS per benchmark (median, MB, log scale)",
+                               "peak RSS [MB]", logscale=True)
+        if err2 is None:
+            charts.append(("peak_rss.png", "peak RSS per benchmark"))
+        if err or err2:
+            out.append("Charts not drawn: %s" % (err or err2))
+            out.append("")
+    if charts:
+        out.append("## Charts")
+        out.append("")
+        for png, alt in charts:
+            out.append("![%s](%s)" % (alt, png))
+        out.append("")
+
+    fails = [r for r in runs if r["status"] != "ok"]
+    if fails:
+        out.append("## Failed runs")
+        out.append("")
+        out.append(md_table(["benchmark", "allocator", "run", "status"],
+                            [[r["bench"], r["alloc"], r["run"], r["status"]] for r in fails]))
+        out.append("")
+    out.append("Files: `runs.csv` (every run, every key), `logs/` (stdout/stderr of each run)%s." %
+               ("".join(", `%s`" % c[0] for c in charts)))
+    text = "\n".join(out) + "\n"
+    with open(os.path.join(d, "report.md"), "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+    return 0
+
+
+# ----------------------------------------------------------------- syscalls
+
+SYSCALLS = ["mmap", "munmap", "madvise", "mprotect", "mremap", "brk"]
+
+
+def cmd_syscalls(args):
+    if len(args) != 1:
+        sys.stderr.write("usage: stats.py syscalls DIR\n")
+        return 2
+    d = args[0]
+    meta = read_meta(d)
+    # rows: alloc, source, phase(short|long), iters, status, counts...
+    data = {}
+    order = []
+    with open(os.path.join(d, "syscalls.tsv")) as f:
+        for line in f:
+            p = line.rstrip("\n").split("\t")
+            if len(p) < 5 + len(SYSCALLS):
+                continue
+            alloc, source, phase, iters, status = p[:5]
+            counts = [num(x) for x in p[5:5 + len(SYSCALLS)]]
+            key = (alloc, source)
+            if key not in data:
+                data[key] = {}
+                order.append(key)
+            data[key][phase] = (num(iters), status, counts)
+    target = num(meta.get("target")) or 1e-8
+    rows = []
+    csv_rows = []
+    for key in order:
+        alloc, source = key
+        ph = data[key]
+        s, lg = ph.get("short"), ph.get("long")
+        if not s or not lg or s[1] != "ok" or lg[1] != "ok":
+            st = (s[1] if s else "missing") + "/" + (lg[1] if lg else "missing")
+            rows.append([alloc, source, "—", "—", "—", "—", "—", "failed (%s)" % st])
+            csv_rows.append([alloc, source, "", "", "", "", "", st] + [""] * len(SYSCALLS))
+            continue
+        dn = lg[0] - s[0]
+        per = []
+        tot_s = sum(c or 0 for c in s[2])
+        tot_l = sum(c or 0 for c in lg[2])
+        delta = tot_l - tot_s
+        for cs, cl in zip(s[2], lg[2]):
+            per.append((cl or 0) - (cs or 0))
+        perop = delta / dn if dn > 0 else float("nan")
+        breakdown = " ".join("%s=%+d" % (n, v) for n, v in zip(SYSCALLS, per) if v)
+        if delta <= 0:
+            perop_txt = "0 (< %.1e)" % (1.0 / dn) if dn > 0 else "—"
+        else:
+            perop_txt = "%.2e" % perop
+        verdict = "yes" if perop <= target else "no"
+        rows.append([alloc, source, "%d" % tot_s, "%d" % tot_l, "%+d" % delta, perop_txt, breakdown or "—", verdict])
+        csv_rows.append([alloc, source, int(s[0]), int(lg[0]), int(tot_s), int(tot_l), g(perop), "ok"] + per)
+    with open(os.path.join(d, "syscalls.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["alloc", "source", "iters_short", "iters_long", "calls_short", "calls_long", "calls_per_op",
+                    "status"] + ["delta_" + n for n in SYSCALLS])
+        w.writerows(csv_rows)
+    out = ["# hakmem syscall budget — %s, %s" % (meta.get("date", "?"), meta.get("host", "?")), ""]
+    out.append("random_mixed (`%s`), OS memory calls (mmap + munmap + madvise + mprotect + mremap + brk) per "
+               "operation in steady state." % meta.get("params", "?"))
+    out.append("")
+    out.append("Warm-up cancels out: each allocator runs the same seeded workload twice, short (%s ops) and long "
+               "(%s ops); the long run repeats the short one's operations exactly and then goes on, so start-up, "
+               "warm-up and exit calls appear in both and the difference is what %s steady-state operations cost."
+               % (meta.get("short", "?"), meta.get("long", "?"), meta.get("diff", "?")))
+    out.append("Source `counters`: hakmem's own OS counters (HAKMEM_STATS=1, the `os:` line; hakmem makes no brk "
+               "calls); `strace`: `strace -f -c -e trace=memory` over the whole process (loader and libc included).")
+    out.append("")
+    out.append(md_table(["allocator", "source", "calls (short)", "calls (long)", "difference", "per op",
+                         "difference by call", "≤ %.0e" % target], rows, ["l", "l", "r", "r", "r", "r", "l", "l"]))
+    out.append("")
+    if meta.get("notes"):
+        out.append(meta["notes"])
+        out.append("")
+    text = "\n".join(out) + "\n"
+    with open(os.path.join(d, "report.md"), "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+    return 0
+
+
+# ----------------------------------------------------------------- soak
+
+
+def cmd_soak(args):
+    if len(args) != 1:
+        sys.stderr.write("usage: stats.py soak DIR\n")
+        return 2
+    d = args[0]
+    meta = read_meta(d)
+    t, ops, rss = [], [], []
+    with open(os.path.join(d, "soak.csv")) as f:
+        for row in csv.DictReader(f):
+            t.append(float(row["t_s"]))
+            ops.append(float(row["ops_per_sec"]))
+            rss.append(float(row["rss_kb"]))
+    if not t:
+        sys.stderr.write("stats.py soak: no samples in soak.csv\n")
+        return 1
+    dur = t[-1]
+    # Warm-up: the first 10 % of the run, at most 60 s, at least one sample.
+    warm = min(60.0, 0.10 * dur)
+    steady = [i for i in range(len(t)) if t[i] > warm]
+    if len(steady) < 2:
+        steady = list(range(1, len(t))) if len(t) > 1 else [0]
+    # Comparison window: 5 minutes, scaled down to 1/12 of the run for short runs.
+    win = min(300.0, dur / 12.0)
+    t0 = t[steady[0]]
+    first = [ops[i] for i in steady if t[i] <= t0 + win] or [ops[steady[0]]]
+    last = [ops[i] for i in steady if t[i] >= dur - win] or [ops[steady[-1]]]
+    s_rss = [rss[i] for i in steady]
+    s_ops = [ops[i] for i in steady]
+    peak = max(rss)
+    pk_res = num(meta.get("peak_rss_kb"))
+    if pk_res:
+        peak = max(peak, pk_res)
+    drift = (s_rss[-1] - s_rss[0]) / s_rss[0] * 100.0 if s_rss[0] else 0.0
+    fm, lm = mean(first), mean(last)
+    tdelta = (lm - fm) / fm * 100.0 if fm else 0.0
+    rows = [
+        ["duration", "%.1f s (%d samples, %s ops per step)" % (dur, len(t), meta.get("step_iters", "?"))],
+        ["warm-up excluded", "first %.1f s (10 %% of the run, at most 60 s)" % warm],
+        ["throughput median", "%.2f M ops/s" % (median(s_ops) / 1e6)],
+        ["throughput CV", "%.2f %%" % cv_pct(s_ops)],
+        ["first window vs last window", "%.2f vs %.2f M ops/s (%+.2f %%), window %.1f s" % (fm / 1e6, lm / 1e6,
+                                                                                            tdelta, win)],
+        ["peak RSS", "%.1f MB" % (peak / 1024.0)],
+        ["steady RSS (median after warm-up)", "%.1f MB" % (median(s_rss) / 1024.0)],
+        ["RSS drift", "%+.2f %% (last sample %.1f MB vs first after warm-up %.1f MB)" % (
+            drift, s_rss[-1] / 1024.0, s_rss[0] / 1024.0)],
+    ]
+    out = ["# hakmem soak — %s, %s, %s" % (meta.get("alloc", "?"), meta.get("date", "?"), meta.get("host", "?")), ""]
+    out.append("random_mixed in one process, one sample per step: `%s`." % meta.get("params", "?"))
+    out.append("")
+    out.append(md_table(["figure", "value"], rows, ["l", "l"]))
+    out.append("")
+    out.append("SOAK alloc=%s duration_s=%.1f samples=%d ops_median=%.0f ops_cv_pct=%.3f first_ops=%.0f "
+               "last_ops=%.0f ops_delta_pct=%.3f peak_rss_kb=%.0f steady_rss_kb=%.0f rss_drift_pct=%.3f" % (
+                   meta.get("alloc", "?"), dur, len(t), median(s_ops), cv_pct(s_ops), fm, lm, tdelta, peak,
+                   median(s_rss), drift))
+    out.append("")
+    script = "\n".join([
+        "set terminal @TERM@ size 1100,520",
+        "set output 'soak.png'",
+        "set title %s" % gp_quote("soak: %s, random_mixed" % meta.get("alloc", "?")),
+        "set datafile separator ','",
+        "set key outside right top",
+        "set xlabel 'time [s]'",
+        "set ylabel 'throughput [M ops/s]'",
+        "set y2label 'RSS [MB]'",
+        "set ytics nomirror",
+        "set y2tics",
+        "set yrange [0:*]",
+        "set y2range [0:*]",
+        "set grid",
+        "plot 'soak.csv' using 2:($4/1e6) skip 1 with lines lw 1.5 title 'ops/s' axes x1y1, "
+        "'soak.csv' using 2:($5/1024) skip 1 with lines lw 1.5 title 'RSS' axes x1y2",
+    ]) + "\n"
+    err = gnuplot(script, d)
+    if err is None:
+        out.append("![soak](soak.png)")
+    else:
+        out.append("Chart not drawn: %s" % err)
+    out.append("")
+    text = "\n".join(out) + "\n"
+    with open(os.path.join(d, "summary.md"), "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+    return 0
+
+
+# ----------------------------------------------------------------- A/B
+
+
+def cmd_ab(args):
+    if len(args) != 1:
+        sys.stderr.write("usage: stats.py ab DIR\n")
+        return 2
+    d = args[0]
+    meta = read_meta(d)
+    better = meta.get("better", "higher")
+    thr = num(meta.get("threshold")) or 0.5
+    spread_kind = meta.get("spread", "mad")
+    runs = {"A": {}, "B": {}}
+    with open(os.path.join(d, "ab.tsv")) as f:
+        for line in f:
+            p = line.rstrip("\n").split("\t")
+            if len(p) >= 3 and p[0] in runs and num(p[2]) is not None:
+                runs[p[0]][int(p[1])] = num(p[2])
+    a = [runs["A"][k] for k in sorted(runs["A"])]
+    b = [runs["B"][k] for k in sorted(runs["B"])]
+    if len(a) < 2 or len(b) < 2:
+        sys.stderr.write("stats.py ab: too few successful runs (A %d, B %d)\n" % (len(a), len(b)))
+        return 2
+    ma, mb = median(a), median(b)
+    delta = (mb / ma - 1.0) * 100.0  # change of the figure
+    gain = delta if better == "higher" else -delta  # > 0: B is better
+    # Paired per-run ratios (run k of B against run k of A, adjacent in time).
+    pairs = [runs["B"][k] / runs["A"][k] for k in sorted(runs["A"]) if k in runs["B"] and runs["A"][k]]
+    rpct = [(r - 1.0) * 100.0 for r in pairs]
+    sd = stddev(rpct)
+    ci = 2.0 * sd / math.sqrt(len(rpct)) if rpct else float("inf")  # ~95 % for the mean ratio
+    mr = median(rpct)
+    mad = 1.4826 * median([abs(x - mr) for x in rpct])  # robust stddev: one outlier run does not dominate
+    spread = {"ci95": ci, "stddev": sd}.get(spread_kind, mad)
+    if spread > abs(delta):
+        verdict = "WITHIN NOISE"
+        why = "spread %.2f %% > |delta| %.2f %%: rerun with more RUNS or on a quieter machine" % (spread, abs(delta))
+    elif gain >= thr:
+        verdict = "GO"
+        why = "B is better by %.2f %% (threshold %.2f %%)" % (gain, thr)
+    elif gain <= -thr:
+        verdict = "NO-GO"
+        why = "B is worse by %.2f %% (threshold %.2f %%)" % (-gain, thr)
+    else:
+        verdict = "NEUTRAL"
+        why = "|delta| %.2f %% is below the threshold %.2f %%: no change" % (abs(delta), thr)
+    fig = meta.get("figure", "ops_per_sec")
+    da, db = describe(a), describe(b)
+    out = ["# hakmem A/B — %s, %s" % (meta.get("date", "?"), meta.get("host", "?")), ""]
+    out.append("- A: %s" % meta.get("a", "?"))
+    out.append("- B: %s" % meta.get("b", "?"))
+    out.append("- benchmark: %s `%s`, %d runs each, interleaved A B A B" % (meta.get("bench", "?"),
+                                                                          meta.get("params", ""), len(a)))
+    out.append("- figure: %s (%s is better)" % (fig, better))
+    out.append("")
+    out.append(md_table(["", "median", "mean", "stddev", "CV", "min", "max"], [
+        ["A", fmt(fig, da["median"]), fmt(fig, da["mean"]), fmt(fig, da["stddev"]), "%.2f %%" % da["cv_pct"],
+         fmt(fig, da["min"]), fmt(fig, da["max"])],
+        ["B", fmt(fig, db["median"]), fmt(fig, db["mean"]), fmt(fig, db["stddev"]), "%.2f %%" % db["cv_pct"],
+         fmt(fig, db["min"]), fmt(fig, db["max"])]]))
+    out.append("")
+    out.append("delta (B/A - 1, medians): **%+.2f %%**; per-run ratios B/A - 1: median %+.2f %%, MAD-based "
+               "spread %.2f %%, stddev %.2f %%, min %+.2f %%, max %+.2f %%, 95 %% CI of the mean ±%.2f %%; "
+               "verdict spread: %s" % (delta, mr, mad, sd, min(rpct), max(rpct), ci, spread_kind))
+    out.append("")
+    out.append("**%s** — %s" % (verdict, why))
+    out.append("")
+    out.append("AB verdict=%s delta_pct=%.3f spread_pct=%.3f spread=%s threshold_pct=%.3f median_a=%s median_b=%s "
+               "runs=%d" % (verdict.replace(" ", "_"), delta, spread, spread_kind, thr, g(ma), g(mb), len(a)))
+    text = "\n".join(out) + "\n"
+    with open(os.path.join(d, "report.md"), "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+    return 1 if verdict == "NO-GO" else 0
+
+
+def main(argv):
+    cmds = {"summary": cmd_summary, "report": cmd_report, "syscalls": cmd_syscalls, "soak": cmd_soak, "ab": cmd_ab}
+    if len(argv) < 2 or argv[1] not in cmds:
+        sys.stderr.write(__doc__)
+        return 2
+    return cmds[argv[1]](argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# bench_runner: a tiny end-to-end run of scripts/bench.sh (PRESET=tiny, RUNS=1,
+# glibc plus hakmem when build/libhakmem.so exists plus mimalloc when
+# installed) writes report.md, runs.csv and (with gnuplot) the charts; runs are
+# interleaved; benchmark/allocator selection and bad settings; a library that
+# fails to preload is caught.
+set -euo pipefail
+# shellcheck source=scripts/lib/testlib.sh
+. "$(dirname "$0")/../../scripts/lib/testlib.sh"
+command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
+build_bench_progs
+# shellcheck source=scripts/lib/common.sh
+. "$ROOT/scripts/lib/common.sh"
+
+allocs="glibc"
+[[ -r $ROOT/build/libhakmem.so ]] && allocs="$allocs hakmem"
+alloc_lib mimalloc >/dev/null && allocs="$allocs mimalloc"
+read -r -a A <<<"$allocs"
+run() { env SETUP=0 NO_BUILD=1 PRESET=tiny "$@"; }
+
+O=$TMPD/suite
+run RUNS=1 ALLOCS="$allocs" OUTDIR="$O" "$ROOT/scripts/bench.sh" >"$TMPD/out" 2>"$TMPD/err" ||
+  fail "bench.sh failed: $(tail -n 5 "$TMPD/err")"
+[[ -s $O/report.md ]] || fail "no report.md"
+[[ -s $O/runs.csv ]] || fail "no runs.csv"
+want=$((1 + 7 * ${#A[@]}))
+[[ $(wc -l <"$O/runs.csv") == "$want" ]] || fail "runs.csv has $(wc -l <"$O/runs.csv") lines, want $want"
+bad=$(awk -F, 'NR > 1 && $4 != "ok"' "$O/runs.csv")
+[[ -z $bad ]] || fail "failed runs: $bad"
+grep -q "^Results: $O/report.md$" "$TMPD/out" || fail "the report path is not printed"
+grep -q '^## Summary: ratio to' "$TMPD/out" || fail "no summary table on stdout"
+for b in random_mixed vm vm_cold larson xthread latency fragment; do
+  grep -q "^## $b — " "$O/report.md" || fail "report.md has no section for $b"
+done
+grep -q '^\[ *1/[0-9]*\] random_mixed *glibc *run 1/1' "$TMPD/err" || fail "no progress lines on stderr"
+if command -v gnuplot >/dev/null 2>&1; then
+  for p in ratio.png peak_rss.png; do
+    [[ $(head -c 4 "$O/$p" 2>/dev/null | od -An -c | tr -d ' ') == '211PNG' ]] || fail "$p is not a PNG"
+  done
+else
+  echo "note: gnuplot not installed, charts not checked"
+fi
+
+# Selection and interleaving: run k of every allocator before run k+1.
+O2=$TMPD/sel
+run RUNS=2 BENCHES="vm random_mixed" ALLOCS="$allocs" OUTDIR="$O2" "$ROOT/scripts/bench.sh" >/dev/null 2>"$TMPD/err" ||
+  fail "bench.sh with BENCHES failed: $(tail -n 5 "$TMPD/err")"
+got=$(cut -f1-3 "$O2/raw.tsv" | tr '\t' ':' | tr '\n' ' ')
+want=""
+for b in vm random_mixed; do for k in 1 2; do for a in "${A[@]}"; do want+="$b:$a:$k "; done; done; done
+[[ $got == "$want" ]] || fail "run order: got '$got', want '$want'"
+
+# A library that does not preload is caught, not measured as glibc.
+echo "not a library" >"$TMPD/fake.so"
+run RUNS=1 BENCHES=vm ALLOCS=mimalloc LIB_mimalloc="$TMPD/fake.so" OUTDIR="$TMPD/fake" "$ROOT/scripts/bench.sh" \
+  >/dev/null 2>"$TMPD/err" || fail "bench.sh with a broken library should still finish"
+grep -q 'wrong-allocator(glibc)' "$TMPD/fake/raw.tsv" || fail "a failed preload was not detected"
+
+# Bad settings: exit status 2 and a message.
+expect_exit 2 "unknown benchmark" run BENCHES=nope OUTDIR="$TMPD/x" "$ROOT/scripts/bench.sh"
+expect_exit 2 "unknown allocator" run ALLOCS=nope OUTDIR="$TMPD/x" "$ROOT/scripts/bench.sh"
+expect_exit 2 "RUNS=0" run RUNS=0 OUTDIR="$TMPD/x" "$ROOT/scripts/bench.sh"
+expect_exit 2 "unknown mode" run OUTDIR="$TMPD/x" "$ROOT/scripts/bench.sh" nosuchmode
+expect_exit 0 "--help" "$ROOT/scripts/bench.sh" --help
+grep -q 'RUNS=3' "$TMPD/out" || fail "--help does not describe RUNS"
+echo "ok (allocators: $allocs)"
