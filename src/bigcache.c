@@ -9,7 +9,8 @@
 #include "internal.h"
 
 #define BC_CLASSES 52            /* 128 KiB .. 1 GiB, four classes per doubling */
-#define BC_WAYS    4
+#define BC_WAYS    64           /* per class; the byte budget is the real bound */
+#define BC_SCAN    4            /* newest entries per class looked at by take */
 
 typedef struct {
   hak_segment_t* seg;
@@ -53,6 +54,13 @@ size_t _hak_bigcache_map_size(size_t need) {
 
 static uint64_t max_bytes(void) { return (uint64_t)hak_opt(BIGCACHE_MAX_MB) << 20; }
 
+/* What a cached block holds resident: its touched extent, not its mapping
+ * (which has headroom that was never touched). */
+static size_t resident(const hak_segment_t* seg) {
+  size_t r = hak_align_up(HAK_LARGE_HDR + seg->large_peak, HAK_OS_PAGE);
+  return r < seg->map_size ? r : seg->map_size;
+}
+
 /* Take a cached segment whose mapping holds `need` bytes (header included). */
 hak_segment_t* _hak_bigcache_take(size_t need) {
   if (hak_load_relaxed(&bc_bytes) == 0) {
@@ -70,7 +78,7 @@ hak_segment_t* _hak_bigcache_take(size_t need) {
   bool bcover = false;
   size_t bpeak = 0;
   for (size_t c = k; c < BC_CLASSES && c <= k + 12; c++) {
-    for (size_t i = 0; i < bc_count[c]; i++) {
+    for (size_t i = bc_count[c] > BC_SCAN ? bc_count[c] - BC_SCAN : 0; i < bc_count[c]; i++) {
       size_t peak = bc_ring[c][i].seg->large_peak;
       bool cover = peak + HAK_LARGE_HDR >= need;
       if (bc == BC_CLASSES || (cover && (!bcover || peak < bpeak)) || (!cover && !bcover && peak > bpeak)) {
@@ -87,7 +95,7 @@ hak_segment_t* _hak_bigcache_take(size_t need) {
     bc_count[bc]--;
     bc_total_entries--;
   }
-  if (seg) atomic_fetch_sub_explicit(&bc_bytes, seg->map_size, memory_order_relaxed);
+  if (seg) atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
   pthread_mutex_unlock(&bc_lock);
   atomic_fetch_add_explicit(seg ? &bc_hits : &bc_misses, 1, memory_order_relaxed);
   return seg;
@@ -106,7 +114,7 @@ static void bc_evict_oldest_locked(hak_segment_t** out, size_t* nout, size_t cap
   memmove(&bc_ring[best][0], &bc_ring[best][1], sizeof(bc_entry_t) * (size_t)(bc_count[best] - 1));
   bc_count[best]--;
   bc_total_entries--;
-  atomic_fetch_sub_explicit(&bc_bytes, seg->map_size, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
   out[(*nout)++] = seg;
 }
 
@@ -115,8 +123,8 @@ static void bc_evict_oldest_locked(hak_segment_t** out, size_t* nout, size_t cap
 bool _hak_bigcache_put(hak_segment_t* seg) {
   size_t k = bc_class_floor(seg->map_size);
   uint64_t limit = max_bytes();
-  if (k >= BC_CLASSES || seg->large_off >= HAK_LARGE_HDR + HAK_OS_PAGE || seg->map_size > limit) return false;
-  hak_segment_t* evicted[BC_WAYS + 8];
+  if (k >= BC_CLASSES || seg->large_off >= HAK_LARGE_HDR + HAK_OS_PAGE || resident(seg) > limit) return false;
+  hak_segment_t* evicted[16];
   size_t nev = 0;
   uint64_t now = _hak_clock_ms();
   pthread_mutex_lock(&bc_lock);
@@ -125,18 +133,18 @@ bool _hak_bigcache_put(hak_segment_t* seg) {
     memmove(&bc_ring[k][0], &bc_ring[k][1], sizeof(bc_entry_t) * (BC_WAYS - 1));
     bc_count[k]--;
     bc_total_entries--;
-    atomic_fetch_sub_explicit(&bc_bytes, old->map_size, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&bc_bytes, resident(old), memory_order_relaxed);
     evicted[nev++] = old;
   }
-  while (hak_load_relaxed(&bc_bytes) + seg->map_size > limit && bc_total_entries > 0 && nev < BC_WAYS + 8)
-    bc_evict_oldest_locked(evicted, &nev, BC_WAYS + 8);
-  bool ok = hak_load_relaxed(&bc_bytes) + seg->map_size <= limit;
+  while (hak_load_relaxed(&bc_bytes) + resident(seg) > limit && bc_total_entries > 0 && nev < 16)
+    bc_evict_oldest_locked(evicted, &nev, 16);
+  bool ok = hak_load_relaxed(&bc_bytes) + resident(seg) <= limit;
   if (ok) {
     bc_ring[k][bc_count[k]].seg = seg;
     bc_ring[k][bc_count[k]].t_ms = now;
     bc_count[k]++;
     bc_total_entries++;
-    atomic_fetch_add_explicit(&bc_bytes, seg->map_size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
   }
   pthread_mutex_unlock(&bc_lock);
   if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
@@ -158,7 +166,7 @@ void _hak_bigcache_expire(uint64_t max_age_ms) {
         memmove(&bc_ring[c][0], &bc_ring[c][1], sizeof(bc_entry_t) * (size_t)(bc_count[c] - 1));
         bc_count[c]--;
         bc_total_entries--;
-        atomic_fetch_sub_explicit(&bc_bytes, seg->map_size, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
         evicted[nev++] = seg;
       }
     }
