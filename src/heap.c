@@ -257,6 +257,7 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls) {
 
 static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req) {
   hak_slab_t* s = h->cls[cls].cur;
+  if (s->free == NULL) _hak_heap_release_tick(h);   /* a slow path: time for the release clock */
   for (;;) {
     if (s != &_hak_slab_empty) {
       if (slab_refill(s)) break;

@@ -30,9 +30,9 @@ typedef enum { HAK_THP_NEVER = 0, HAK_THP_AUTO = 1, HAK_THP_ALWAYS = 2 } hak_thp
     "empty memory kept resident; above it, empty memory is released at once") \
   X(PREWARM,      "HAKMEM_PREWARM",      SIZE, 8 << 20, 0, 0, 0, (long long)1 << 40, \
     "bytes of SuperSlabs mapped and faulted in at start-up") \
-  X(BIGCACHE_MAX_MB, "HAKMEM_BIGCACHE_MAX_MB", INT, 512, 128, 16, 0, 1048576, \
+  X(BIGCACHE_MAX_MB, "HAKMEM_BIGCACHE_MAX_MB", INT, 512, 128, 4, 0, 1048576, \
     "bytes of freed large blocks kept for reuse (MiB)") \
-  X(BIGCACHE_AGE_MS, "HAKMEM_BIGCACHE_AGE_MS", INT, 0, 5000, 500, 0, 86400000, \
+  X(BIGCACHE_AGE_MS, "HAKMEM_BIGCACHE_AGE_MS", INT, 0, 5000, 250, 0, 86400000, \
     "a cached large block older than this is released (0 = no age limit)") \
   X(THP,          "HAKMEM_THP",          ENUM_THP, 1, 1, 0, 0, 2, \
     "transparent huge pages for large blocks >= 2 MiB: never | auto | always") \
