@@ -4,7 +4,7 @@
 # The programs use only the standard malloc API and are not linked with hakmem:
 # scripts/bench.sh runs them under each allocator with LD_PRELOAD.
 BENCH_DIR    := build/bench
-BENCH_NAMES  := random_mixed vm larson xthread latency fragment
+BENCH_NAMES  := random_mixed vm larson xthread latency fragment sites
 BENCH_PROGS  := $(addprefix $(BENCH_DIR)/,$(BENCH_NAMES))
 BENCH_CFLAGS ?= -std=c11 -O2 -g -Wall -Wextra -pthread
 BENCH_LDLIBS := -pthread -ldl -lm

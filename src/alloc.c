@@ -11,7 +11,7 @@ hak_inline void* hak_malloc_inline(size_t n) {
   size_t cls, need = n + HAK_TRAILER;
   if (hak_likely(need <= HAK_SMALL_FAST_MAX)) cls = hak_class_of_small(need);
   else if (need <= HAK_MEDIUM_MAX && need > n) cls = hak_class_of(need);
-  else return _hak_malloc_generic(h, n, 0);
+  else return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
   hak_slab_t* s = h->cls[cls].cur;
   hak_block_t* b = s->free;
   if (hak_likely(b != NULL)) {
@@ -22,7 +22,7 @@ hak_inline void* hak_malloc_inline(size_t n) {
     if (HAK_SECURE) _hak_secure_alloc(s, b, n);
     return b;
   }
-  return _hak_malloc_generic(h, n, 0);
+  return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
 }
 
 /* One test for the common case: the block's slab is owned by this thread's
@@ -74,20 +74,20 @@ hak_api void* hak_calloc(size_t count, size_t size) {
       errno = ENOMEM;
       return NULL;
     }
-    return _hak_large_alloc(total, 16, true);
+    return _hak_large_alloc(total, 16, true, (uintptr_t)__builtin_return_address(0));
   }
   void* p = hak_malloc_inline(total);
   if (hak_likely(p != NULL)) memset(p, 0, total);
   return p;
 }
 
-static void* aligned_impl(size_t align, size_t n) {
+hak_inline void* aligned_impl(size_t align, size_t n) {
   if (align <= 16) return hak_malloc_inline(n);
   if (n > HAK_MAX_SIZE) {
     errno = ENOMEM;
     return NULL;
   }
-  return _hak_malloc_generic(hak_heap_get(), n, align);
+  return _hak_malloc_generic(hak_heap_get(), n, align, (uintptr_t)__builtin_return_address(0));
 }
 
 hak_api void* hak_realloc(void* p, size_t n) {
@@ -127,7 +127,7 @@ hak_api void* hak_reallocarray(void* p, size_t count, size_t size) {
 
 /* glibc 2.36 memalign semantics: alignment rounded up to a power of two,
  * EINVAL only when no such power exists. */
-hak_api void* hak_memalign(size_t align, size_t n) {
+hak_inline void* memalign_impl(size_t align, size_t n) {
   if (align > SIZE_MAX / 2 + 1) {
     errno = EINVAL;
     return NULL;
@@ -135,8 +135,8 @@ hak_api void* hak_memalign(size_t align, size_t n) {
   if (align & (align - 1)) align = (size_t)1 << (64 - __builtin_clzl(align));
   return aligned_impl(align, n);
 }
-
-hak_api void* hak_aligned_alloc(size_t align, size_t n) { return hak_memalign(align, n); }
+hak_api void* hak_memalign(size_t align, size_t n) { return memalign_impl(align, n); }
+hak_api void* hak_aligned_alloc(size_t align, size_t n) { return memalign_impl(align, n); }
 
 hak_api int hak_posix_memalign(void** out, size_t align, size_t n) {
   if (align == 0 || (align & (align - 1)) || (align % sizeof(void*)) != 0) return EINVAL;

@@ -61,6 +61,14 @@ static size_t resident(const hak_segment_t* seg) {
   return r < seg->map_size ? r : seg->map_size;
 }
 
+/* A block left the cache: its site's share shrinks. */
+static void bc_left(hak_segment_t* seg) {
+  if (seg->site_cached) {
+    seg->site_cached = 0;
+    _hak_site_uncached(seg->site);
+  }
+}
+
 /* Take a cached segment whose mapping holds `need` bytes (header included). */
 hak_segment_t* _hak_bigcache_take(size_t need) {
   if (hak_load_relaxed(&bc_bytes) == 0) {
@@ -98,6 +106,7 @@ hak_segment_t* _hak_bigcache_take(size_t need) {
   if (seg) atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
   pthread_mutex_unlock(&bc_lock);
   atomic_fetch_add_explicit(seg ? &bc_hits : &bc_misses, 1, memory_order_relaxed);
+  if (seg) bc_left(seg);
   return seg;
 }
 
@@ -148,7 +157,10 @@ bool _hak_bigcache_put(hak_segment_t* seg) {
   }
   pthread_mutex_unlock(&bc_lock);
   if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
-  for (size_t i = 0; i < nev; i++) _hak_release_large(evicted[i]);
+  for (size_t i = 0; i < nev; i++) {
+    bc_left(evicted[i]);
+    _hak_release_large(evicted[i]);
+  }
   return ok;
 }
 
@@ -172,7 +184,10 @@ void _hak_bigcache_expire(uint64_t max_age_ms) {
     }
     pthread_mutex_unlock(&bc_lock);
     if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
-    for (size_t i = 0; i < nev; i++) _hak_release_large(evicted[i]);
+    for (size_t i = 0; i < nev; i++) {
+      bc_left(evicted[i]);
+      _hak_release_large(evicted[i]);
+    }
     if (nev < 16) return;
   }
 }

@@ -302,7 +302,7 @@ static size_t aligned_class(size_t size, size_t align) {
   return HAK_NCLASSES;
 }
 
-void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align) {
+void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uintptr_t site) {
   if (hak_unlikely(h == &_hak_heap_empty)) {
     h = _hak_thread_init();
     if (h == NULL) {
@@ -316,11 +316,11 @@ void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align) {
   }
   size_t cls, need = size + HAK_TRAILER;
   if (align <= 16) {
-    if (need > HAK_MEDIUM_MAX) return _hak_large_alloc(size, 16, false);
+    if (need > HAK_MEDIUM_MAX) return _hak_large_alloc(size, 16, false, site);
     cls = hak_class_of(need);
   } else {
     cls = aligned_class(need, align);
-    if (cls == HAK_NCLASSES) return _hak_large_alloc(size, align, false);
+    if (cls == HAK_NCLASSES) return _hak_large_alloc(size, align, false, site);
   }
   return heap_alloc_class(h, cls, size);
 }

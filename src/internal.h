@@ -161,7 +161,9 @@ typedef struct hak_segment_s {
   uint64_t dirty_since;              /* ms when dirty_pages last became non-empty */
   size_t large_peak;                 /* largest size this mapping served (touched extent) */
   size_t guard_off;                  /* secure: offset of the PROT_NONE page after the block */
-  uint64_t _pad2[2];
+  uint32_t site;                     /* call-site entry of a large block (HAK_SITES: none) */
+  uint8_t prefaulted, site_cached, _p8[2];
+  uint64_t site_clock;               /* site clock at allocation */
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;
 
@@ -227,7 +229,7 @@ hak_noreturn void _hak_assert_fail(const char* cond, const char* file, int line)
 int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* heap.c */
-void* _hak_malloc_generic(hak_heap_t* heap, size_t size, size_t align);
+void* _hak_malloc_generic(hak_heap_t* heap, size_t size, size_t align, uintptr_t site);
 void  _hak_free_generic(void* p, const char* op);
 void  _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s);
 void  _hak_heap_abandon(hak_heap_t* heap);
@@ -255,7 +257,7 @@ void  _hak_segments_fork_child(void);
 extern _Atomic(size_t) _hak_seg_count, _hak_seg_cached, _hak_seg_abandoned;
 
 /* large.c */
-void* _hak_large_alloc(size_t size, size_t align, bool zero);
+void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site);
 void  _hak_large_free(hak_segment_t* seg, void* p, const char* op);
 void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size);
 size_t _hak_large_usable(const hak_segment_t* seg);
@@ -285,6 +287,21 @@ hak_inline void _hak_secure_carve_fill(void* b, uint32_t bsize) { (void)b, (void
 hak_inline void _hak_secure_shuffle(void** v, size_t n) { (void)v, (void)n; }
 hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
 #endif
+
+/* site.c */
+#define HAK_SITES 1024
+#define HAK_SITE_NONE HAK_SITES
+uint32_t _hak_site_index(uintptr_t ra);
+int  _hak_site_before_alloc(uint32_t idx, size_t size, uint64_t* t0);
+void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before);
+int  _hak_site_on_free(hak_segment_t* seg, uint64_t* t0);
+void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident);
+void _hak_site_uncached(uint32_t idx);
+size_t _hak_sites_used(void);
+size_t _hak_sites_report(char* buf, size_t cap, int top);
+int  _hak_site_strategy_of(uintptr_t ra);
+const char* _hak_strategy_name(int s);
+void _hak_unmap_large(hak_segment_t* seg);
 
 /* bigcache.c */
 size_t _hak_bigcache_map_size(size_t need);

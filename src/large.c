@@ -110,10 +110,33 @@ static void large_thp(hak_segment_t* seg) {
 /* A large block: from the BigCache (resident pages, no syscall), else from
  * the release batch (decommitted but mapped), else a new mapping rounded up
  * to its BigCache class so it can be reused for any size of that class. */
-void* _hak_large_alloc(size_t size, size_t align, bool zero) {
+/* Call-site tracking is on with learning, a forced strategy, or statistics. */
+static bool sites_on(void) { return hak_opt(LEARN) || hak_opt(LEARN_FORCE) || hak_opt(STATS); }
+
+/* Fault the pages of a new block in one call (site strategy "prefault"). */
+static void prefault(hak_segment_t* seg, void* p, size_t size) {
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+  uint8_t* a = (uint8_t*)hak_align_up((uintptr_t)p, HAK_OS_PAGE);
+  size_t n = hak_align_up(size, HAK_OS_PAGE);
+  if (!_hak_os_advise(a, n, MADV_POPULATE_WRITE))
+    for (size_t i = 0; i < n; i += HAK_OS_PAGE) ((volatile uint8_t*)a)[i] = 0;
+  seg->prefaulted = 1;
+}
+
+void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   if (align > HAK_MAX_ALIGN_SEG) {
     void* p = huge_aligned_alloc(size, align);   /* fresh mapping: already zero */
+    if (p) hak_segment_of((uint8_t*)p - align)->site = HAK_SITE_NONE;
     return p;
+  }
+  uint32_t sidx = HAK_SITE_NONE;
+  int strategy = HAK_STRAT_CACHE;
+  uint64_t t0 = 0;
+  if (sites_on()) {
+    sidx = _hak_site_index(site);
+    strategy = _hak_site_before_alloc(sidx, size, &t0);
   }
   size_t off = align > HAK_LARGE_HDR ? align : HAK_LARGE_HDR;
   size_t need;
@@ -157,12 +180,18 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero) {
   }
   seg->large_size = size;
   seg->used_pages = 1;   /* live; 0 while cached or parked */
+  size_t resident_before = seg->large_fresh ? 0 : hak_align_up(seg->large_peak, HAK_OS_PAGE);
   if (size > seg->large_peak) seg->large_peak = size;
   atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
   large_account(seg->map_size, 0);
   void* p = (uint8_t*)seg + seg->large_off;
   if (zero && !seg->large_fresh) memset(p, 0, size);
+  seg->prefaulted = 0;
+  if (strategy == HAK_STRAT_PREFAULT && resident_before < size) prefault(seg, p, size);
   seg->large_fresh = 0;
+  seg->site = sidx;
+  seg->site_cached = 0;
+  if (sidx != HAK_SITE_NONE) _hak_site_after_alloc(sidx, seg, size, t0, resident_before);
   return p;
 }
 
@@ -191,7 +220,30 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     _hak_os_unmap(seg, seg->map_size);
     return;
   }
-  if (!_hak_bigcache_put(seg)) _hak_release_large(seg);
+  if (seg->site == HAK_SITE_NONE) {
+    if (!_hak_bigcache_put(seg)) _hak_release_large(seg);
+  } else {
+    uint64_t t0;
+    uint32_t sidx = seg->site;
+    int st = _hak_site_on_free(seg, &t0);
+    bool cached = false;
+    size_t resident = hak_align_up(HAK_LARGE_HDR + seg->large_peak, HAK_OS_PAGE);
+    if (st == HAK_STRAT_CACHE || st == HAK_STRAT_PREFAULT) {
+      seg->site_cached = 1;
+      cached = _hak_bigcache_put(seg);
+      if (!cached) {
+        seg->site_cached = 0;
+        _hak_release_large(seg);
+      }
+    } else if (st == HAK_STRAT_RELEASE) {
+      _hak_unmap_large(seg);
+    } else {
+      _hak_release_large(seg);
+    }
+    /* seg may be gone (unmapped) or reused by another thread by now: the
+     * episode is recorded from values taken before */
+    _hak_site_after_free(sidx, st, t0, cached ? resident : 0);
+  }
   hak_heap_t* h = hak_heap_get();
   if (h != &_hak_heap_empty) _hak_heap_release_tick(h);
 }

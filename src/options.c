@@ -11,6 +11,7 @@ static const char* const profile_names[] = {"speed", "balanced", "lean"};
 static const char* const invalid_names[] = {"abort", "warn", "ignore"};
 static const char* const decommit_names[] = {"off", "free", "dontneed"};
 static const char* const thp_names[] = {"never", "auto", "always"};
+static const char* const strategy_names[] = {"none", "cache", "release", "decommit", "prefault"};
 
 /* kind token -> parser kind and word list */
 #define KIND_BOOL K_BOOL, NULL
@@ -20,6 +21,7 @@ static const char* const thp_names[] = {"never", "auto", "always"};
 #define KIND_ENUM_INVALID K_ENUM, invalid_names
 #define KIND_ENUM_DECOMMIT K_ENUM, decommit_names
 #define KIND_ENUM_THP K_ENUM, thp_names
+#define KIND_ENUM_STRATEGY K_ENUM, strategy_names
 
 typedef struct {
   const char* name;

@@ -8,6 +8,10 @@ typedef enum { HAK_PROFILE_SPEED = 0, HAK_PROFILE_BALANCED = 1, HAK_PROFILE_LEAN
 typedef enum { HAK_INVALID_ABORT = 0, HAK_INVALID_WARN = 1, HAK_INVALID_IGNORE = 2 } hak_invalid_mode_t;
 typedef enum { HAK_DECOMMIT_OFF = 0, HAK_DECOMMIT_FREE = 1, HAK_DECOMMIT_DONTNEED = 2 } hak_decommit_t;
 typedef enum { HAK_THP_NEVER = 0, HAK_THP_AUTO = 1, HAK_THP_ALWAYS = 2 } hak_thp_t;
+/* Call-site strategies for freed large blocks (site.c). */
+typedef enum {
+  HAK_STRAT_CACHE = 0, HAK_STRAT_RELEASE = 1, HAK_STRAT_DECOMMIT = 2, HAK_STRAT_PREFAULT = 3, HAK_STRAT_COUNT = 4
+} hak_strategy_t;
 
 /* X(ID, name, kind, speed, balanced, lean, min, max, doc)
  * kind: BOOL, INT, SIZE (K/M/G suffixes), or an enum word list. */
@@ -36,6 +40,16 @@ typedef enum { HAK_THP_NEVER = 0, HAK_THP_AUTO = 1, HAK_THP_ALWAYS = 2 } hak_thp
     "a cached large block older than this is released (0 = no age limit)") \
   X(THP,          "HAKMEM_THP",          ENUM_THP, 1, 1, 0, 0, 2, \
     "transparent huge pages for large blocks >= 2 MiB: never | auto | always") \
+  X(LEARN,        "HAKMEM_LEARN",        BOOL, 0, 0, 0, 0, 1, \
+    "learn per call site what to do with freed large blocks") \
+  X(LEARN_LOG,    "HAKMEM_LEARN_LOG",    BOOL, 0, 0, 0, 0, 1, \
+    "print each change of a site's strategy") \
+  X(LEARN_SEED,   "HAKMEM_LEARN_SEED",   INT, 1, 1, 1, 0, LLONG_MAX, \
+    "seed of the sites' exploration (runs with one seed make the same choices)") \
+  X(LEARN_MIN_EVENTS, "HAKMEM_LEARN_MIN_EVENTS", INT, 8, 8, 8, 0, 1000000, \
+    "episodes a site needs before it leaves the default strategy") \
+  X(LEARN_FORCE,  "HAKMEM_LEARN_FORCE",  ENUM_STRATEGY, 0, 0, 0, 0, 4, \
+    "one strategy for every site, no learning: none | cache | release | decommit | prefault") \
   X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \
     "testing: after this many mmap calls, fail the next ones with ENOMEM (0 = off)") \
   X(FAIL_MMAP_COUNT, "HAKMEM_FAIL_MMAP_COUNT", INT, 0, 0, 0, 0, LLONG_MAX, \

@@ -79,8 +79,10 @@ static hak_noinline void* cxx_new_fail(size_t n, size_t align, bool nothrow) {
   }
 }
 
+/* hak_malloc_inline here, not hak_malloc: the call-site of a large new is
+ * the return address of operator new itself, i.e. the user's code. */
 #define NEW_BODY(n, al, nt)                                  \
-  void* p = (al) > 16 ? hak_memalign((al), (n)) : hak_malloc(n); \
+  void* p = (al) > 16 ? memalign_impl((al), (n)) : hak_malloc_inline(n); \
   if (hak_likely(p != NULL)) return p;                       \
   return cxx_new_fail((n), (al), (nt));
 

@@ -47,7 +47,7 @@ static hak_segment_t* batch[BATCH_N];   /* decommitted, still mapped; oldest fir
 static size_t batch_n;
 static _Atomic(size_t) batch_count;
 
-static void unmap_large(hak_segment_t* seg) {
+void _hak_unmap_large(hak_segment_t* seg) {
   _hak_segmap_set(seg, false);
   atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&rel_unmapped_blocks, 1, memory_order_relaxed);
@@ -58,7 +58,7 @@ static void unmap_large(hak_segment_t* seg) {
  * when the batch is full, unmap its older half in one go. */
 void _hak_release_large(hak_segment_t* seg) {
   if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) {
-    unmap_large(seg);
+    _hak_unmap_large(seg);
     return;
   }
   _hak_decommit((uint8_t*)seg + HAK_LARGE_HDR, seg->map_size - HAK_LARGE_HDR);
@@ -76,7 +76,7 @@ void _hak_release_large(hak_segment_t* seg) {
   batch[batch_n++] = seg;
   hak_store_relaxed(&batch_count, batch_n);
   pthread_mutex_unlock(&batch_lock);
-  for (size_t i = 0; i < ng; i++) unmap_large(group[i]);
+  for (size_t i = 0; i < ng; i++) _hak_unmap_large(group[i]);
 }
 
 /* Reuse a parked segment whose mapping holds `need` bytes (at most twice). */
@@ -107,7 +107,7 @@ void _hak_batch_flush(void) {
     batch_n = 0;
     hak_store_relaxed(&batch_count, 0);
     pthread_mutex_unlock(&batch_lock);
-    for (size_t i = 0; i < ng; i++) unmap_large(group[i]);
+    for (size_t i = 0; i < ng; i++) _hak_unmap_large(group[i]);
     if (ng == 0) return;
   }
 }

@@ -56,6 +56,7 @@ static size_t stats_format(char* buf, size_t cap) {
   sb_add(&sb, "release: decommits=%llu decommit_bytes=%llu retained_empty=%zu unmapped_large=%llu\n",
          (unsigned long long)rc, (unsigned long long)rb, hak_load_relaxed(&_hak_retained_bytes),
          (unsigned long long)ru);
+  if (_hak_sites_used() > 0 && sb.len + 2048 < sb.cap) sb.len += _hak_sites_report(sb.buf + sb.len, sb.cap - sb.len, 8);
   sb_add(&sb, "segments: live=%zu cached=%zu abandoned=%zu\n", hak_load_relaxed(&_hak_seg_count),
          hak_load_relaxed(&_hak_seg_cached), hak_load_relaxed(&_hak_seg_abandoned));
   hak_os_stats_t os;

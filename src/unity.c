@@ -8,6 +8,7 @@
 #include "bigcache.c"
 #include "release.c"
 #include "secure.c"
+#include "site.c"
 #include "alloc.c"
 #include "stats.c"
 #include "init.c"

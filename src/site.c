@@ -1,0 +1,337 @@
+/* Call-site learning ("hakmem-evolving"): per allocation call site, what to
+ * do with its large blocks when they are freed, chosen online.
+ * - Identity: the return address of the public entry point (malloc, calloc,
+ *   realloc, posix_memalign, operator new, ...), hashed into a fixed table
+ *   (HAK_SITES entries; when the table is full, sites share entry 0), so the
+ *   memory is bounded whatever the program does.
+ * - Only large blocks (> 128 KiB) consult the table: the small-object fast
+ *   paths do not change at all.
+ * - Strategies for a freed block: keep it in the BigCache (the site's share
+ *   of it is bounded by a learned ring size), release it to the OS at once,
+ *   keep the mapping but decommit it, or keep it and pre-fault the pages of
+ *   new blocks of this site (for sites whose blocks are fully touched).
+ * - Learning: each free starts an episode that the site's next allocation
+ *   closes; its cost is the time spent in the allocator, the page faults the
+ *   allocation will take (estimated from how much of the site's blocks are
+ *   touched, sampled with mincore), and the bytes kept resident meanwhile,
+ *   weighted by the profile.  Each strategy keeps a moving average of its
+ *   episode costs; the site plays the best one, explores with a probability
+ *   that decays, from a per-site generator seeded by HAKMEM_LEARN_SEED. */
+#include "internal.h"
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define SITE_PROBE 8
+#define SITE_FIFO 8
+#define SITE_RING_MAX 16
+
+typedef struct {
+  uint8_t strategy;
+  uint64_t t_ns;
+  size_t resident;
+  uint64_t free_ns;
+} site_episode_t;
+
+typedef struct hak_site_s {
+  _Atomic(uintptr_t) key;            /* return address; 0 = free entry */
+  _Atomic(int) lock;
+  /* statistics */
+  uint64_t allocs, frees, bytes;
+  size_t min_size, max_size;
+  uint64_t last_free_clock;
+  double reuse_ewma;                 /* large ops between a free and the next alloc here */
+  double life_ewma;                  /* large ops between alloc and free */
+  double touch_ewma;                 /* fraction of a block's pages touched (sampled) */
+  double streak_ewma;                /* frees in a row before the next alloc: ring size */
+  uint32_t streak;
+  uint32_t cached;                   /* blocks of this site in the BigCache now */
+  uint64_t faults_est;               /* estimated page faults taken by its allocations */
+  uint64_t samples;
+  /* learning */
+  uint8_t strategy;                  /* current choice */
+  uint8_t nfifo;
+  site_episode_t fifo[SITE_FIFO];
+  double cost[HAK_STRAT_COUNT];
+  uint32_t tries[HAK_STRAT_COUNT];
+  uint64_t rng;
+  uint64_t episodes;
+  uint32_t changes;
+} hak_site_t;
+
+static hak_site_t site_tab[HAK_SITES];
+static _Atomic(uint64_t) site_clock;      /* large operations so far */
+static _Atomic(size_t) site_used;
+
+static const char* const strat_names[HAK_STRAT_COUNT] = {"cache", "release", "decommit", "prefault"};
+const char* _hak_strategy_name(int s) { return s >= 0 && s < HAK_STRAT_COUNT ? strat_names[s] : "?"; }
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static void site_lock(hak_site_t* s) {
+  while (atomic_exchange_explicit(&s->lock, 1, memory_order_acquire)) {
+    while (hak_load_relaxed(&s->lock)) __builtin_ia32_pause();
+  }
+}
+static void site_unlock(hak_site_t* s) { atomic_store_explicit(&s->lock, 0, memory_order_release); }
+
+static uint64_t splitmix(uint64_t* x) {
+  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* The profile's behaviour (keep freed blocks in the BigCache), or the
+ * strategy HAKMEM_LEARN_FORCE names (1-based there: 0 is none). */
+static int default_strategy(void) {
+  long long f = hak_opt(LEARN_FORCE);
+  return f > 0 ? (int)(f - 1) : HAK_STRAT_CACHE;
+}
+static bool learning(void) { return hak_opt(LEARN) && hak_opt(LEARN_FORCE) == 0; }
+
+/* Entry of a return address: claimed on first use; index 0 when full. */
+uint32_t _hak_site_index(uintptr_t ra) {
+  if (ra == 0) return 0;
+  uint64_t h = ((uint64_t)ra >> 2) * 0x9E3779B97F4A7C15ull;
+  for (uint32_t i = 0; i < SITE_PROBE; i++) {
+    uint32_t idx = 1 + (uint32_t)((h >> 40) + i) % (HAK_SITES - 1);
+    hak_site_t* s = &site_tab[idx];
+    uintptr_t k = hak_load_acquire(&s->key);
+    if (k == ra) return idx;
+    if (k == 0) {
+      uintptr_t expect = 0;
+      site_lock(s);
+      if (atomic_compare_exchange_strong(&s->key, &expect, ra) || expect == ra) {
+        if (expect == 0) {
+          s->strategy = (uint8_t)default_strategy();
+          s->rng = (uint64_t)hak_opt(LEARN_SEED) ^ (uint64_t)ra;
+          s->min_size = SIZE_MAX;
+          atomic_fetch_add_explicit(&site_used, 1, memory_order_relaxed);
+        }
+        site_unlock(s);
+        return idx;
+      }
+      site_unlock(s);
+      if (expect == ra) return idx;
+    }
+  }
+  return 0;
+}
+
+/* Cost weights: nanoseconds per page fault, and per MiB kept resident for a
+ * second (speed weighs time, lean weighs bytes). */
+#define FAULT_NS 400.0
+static double byte_weight(void) {
+  static const double w[3] = {2.0e3, 2.0e5, 2.0e7};
+  long long p = hak_opt(PROFILE);
+  return w[p >= 0 && p < 3 ? p : 1];
+}
+
+static void choose(hak_site_t* s, uintptr_t ra) {
+  int old = s->strategy;
+  int best = -1;
+  if (s->episodes < (uint64_t)hak_opt(LEARN_MIN_EVENTS)) {
+    best = default_strategy();
+  } else {
+    for (int k = 0; k < HAK_STRAT_COUNT; k++)
+      if (s->tries[k] == 0) {   /* try each once */
+        best = k;
+        break;
+      }
+    if (best < 0) {
+      double eps = 0.25 / (1.0 + (double)s->episodes / 8.0);
+      if (eps < 0.01) eps = 0.01;
+      if ((double)(splitmix(&s->rng) >> 11) * 0x1.0p-53 < eps) {
+        best = (int)(splitmix(&s->rng) % HAK_STRAT_COUNT);
+      } else {
+        best = 0;
+        for (int k = 1; k < HAK_STRAT_COUNT; k++)
+          if (s->cost[k] < s->cost[best]) best = k;
+      }
+    }
+  }
+  s->strategy = (uint8_t)best;
+  if (best != old) {
+    s->changes++;
+    if (hak_opt(LEARN_LOG))
+      _hak_message("hakmem: learn: site %p: %s -> %s after %llu episodes (cost us: cache %.1f release %.1f decommit %.1f prefault %.1f)\n",
+                   (void*)ra, strat_names[old], strat_names[best], (unsigned long long)s->episodes,
+                   s->cost[0] / 1e3, s->cost[1] / 1e3, s->cost[2] / 1e3, s->cost[3] / 1e3);
+  }
+}
+
+/* ---------------------------------------------------------------- hooks */
+
+/* Before a large allocation at site `idx`: the strategy to apply. */
+int _hak_site_before_alloc(uint32_t idx, size_t size, uint64_t* t0) {
+  hak_site_t* s = &site_tab[idx];
+  *t0 = now_ns();
+  site_lock(s);
+  int st = learning() ? s->strategy : default_strategy();
+  site_unlock(s);
+  (void)size;
+  return st;
+}
+
+/* After it: statistics, and the episode the site's last free opened. */
+void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before) {
+  hak_site_t* s = &site_tab[idx];
+  uint64_t t1 = now_ns();
+  uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
+  seg->site = idx;
+  seg->site_clock = clock;
+  site_lock(s);
+  s->allocs++;
+  s->bytes += size;
+  if (size < s->min_size) s->min_size = size;
+  if (size > s->max_size) s->max_size = size;
+  if (s->streak) {
+    s->streak_ewma = s->streak_ewma == 0 ? s->streak : 0.9 * s->streak_ewma + 0.1 * s->streak;
+    s->streak = 0;
+  }
+  if (s->last_free_clock) {
+    double d = (double)(clock - s->last_free_clock);
+    s->reuse_ewma = s->reuse_ewma == 0 ? d : 0.9 * s->reuse_ewma + 0.1 * d;
+  }
+  /* faults this block will take: the touched share of it beyond what was resident */
+  double touch = s->samples ? s->touch_ewma : 1.0;
+  double want = touch * (double)size;
+  double faults = want > (double)resident_before ? (want - (double)resident_before) / HAK_OS_PAGE : 0;
+  if (seg->prefaulted) faults = 0;   /* taken inside the allocator, already in (t1 - t0) */
+  s->faults_est += (uint64_t)faults;
+  if (learning() && s->nfifo) {
+    site_episode_t e = s->fifo[0];
+    memmove(&s->fifo[0], &s->fifo[1], sizeof(site_episode_t) * (size_t)(s->nfifo - 1));
+    s->nfifo--;
+    double held_s = (double)(t1 - e.t_ns) * 1e-9;
+    double cost = (double)(t1 - t0) + faults * FAULT_NS + (double)e.free_ns +
+                  byte_weight() * ((double)e.resident / 1048576.0) * held_s;
+    int k = e.strategy;
+    s->cost[k] = s->tries[k] == 0 ? cost : 0.9 * s->cost[k] + 0.1 * cost;
+    s->tries[k]++;
+    s->episodes++;
+    choose(s, hak_load_relaxed(&s->key));
+  }
+  site_unlock(s);
+}
+
+/* At a large free: statistics, then the strategy for this block. */
+int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
+  uint32_t idx = seg->site;
+  hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
+  *t0 = now_ns();
+  uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
+  /* sample how much of the block was touched (one mincore call, 1 in 8) */
+  double touched = -1;
+  if (learning() && (s->frees & 7) == 0 && seg->large_size >= HAK_OS_PAGE) {
+    size_t pages = hak_align_up(seg->large_size, HAK_OS_PAGE) / HAK_OS_PAGE;
+    uint8_t vec[512];
+    size_t step = pages > 512 ? (pages + 511) / 512 : 1;   /* sample up to 512 pages */
+    size_t in = 0, n = 0;
+    for (size_t i = 0; i < pages && n < 512; i += step, n++) {
+      if (mincore((uint8_t*)seg + hak_align_up(seg->large_off, HAK_OS_PAGE) + i * HAK_OS_PAGE, HAK_OS_PAGE, vec) == 0 && (vec[0] & 1)) in++;
+    }
+    if (n) touched = (double)in / (double)n;
+  }
+  site_lock(s);
+  s->frees++;
+  s->streak++;
+  s->last_free_clock = clock;
+  double life = (double)(clock - seg->site_clock);
+  s->life_ewma = s->life_ewma == 0 ? life : 0.9 * s->life_ewma + 0.1 * life;
+  if (touched >= 0) {
+    s->touch_ewma = s->samples ? 0.8 * s->touch_ewma + 0.2 * touched : touched;
+    s->samples++;
+  }
+  int st = learning() ? s->strategy : default_strategy();
+  /* the site's share of the BigCache: its learned ring size */
+  if ((st == HAK_STRAT_CACHE || st == HAK_STRAT_PREFAULT) && learning()) {
+    uint32_t ring = (uint32_t)(s->streak_ewma + 1.5);
+    if (ring > SITE_RING_MAX) ring = SITE_RING_MAX;
+    if (s->cached >= ring) st = HAK_STRAT_DECOMMIT;
+  }
+  site_unlock(s);
+  return st;
+}
+
+/* After the free: record the episode it opens. */
+void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident) {
+  hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
+  uint64_t t1 = now_ns();
+  site_lock(s);
+  if (resident) s->cached++;
+  if (learning()) {
+    if (s->nfifo == SITE_FIFO) {   /* the oldest never saw a reuse: close it on retention alone */
+      site_episode_t e = s->fifo[0];
+      memmove(&s->fifo[0], &s->fifo[1], sizeof(site_episode_t) * (SITE_FIFO - 1));
+      s->nfifo--;
+      double cost = (double)e.free_ns + byte_weight() * ((double)e.resident / 1048576.0) * (double)(t1 - e.t_ns) * 1e-9;
+      int k = e.strategy;
+      s->cost[k] = s->tries[k] == 0 ? cost : 0.8 * s->cost[k] + 0.2 * cost;
+      s->tries[k]++;
+    }
+    site_episode_t* e = &s->fifo[s->nfifo++];
+    e->strategy = (uint8_t)strategy;
+    e->t_ns = t1;
+    e->free_ns = t1 - t0;
+    e->resident = resident;
+  }
+  site_unlock(s);
+}
+
+/* A cached block of the site left the BigCache (reused or evicted). */
+void _hak_site_uncached(uint32_t idx) {
+  hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
+  site_lock(s);
+  if (s->cached) s->cached--;
+  site_unlock(s);
+}
+
+/* ---------------------------------------------------------------- report */
+size_t _hak_sites_used(void) { return hak_load_relaxed(&site_used); }
+
+int _hak_site_strategy_of(uintptr_t ra) {
+  for (uint32_t i = 1; i < HAK_SITES; i++)
+    if (hak_load_relaxed(&site_tab[i].key) == ra) return site_tab[i].strategy;
+  return -1;
+}
+
+/* Top sites by bytes, symbolised with dladdr where possible. */
+size_t _hak_sites_report(char* buf, size_t cap, int top) {
+  size_t len = 0;
+  int shown = 0;
+  uint64_t last = UINT64_MAX;
+  len += (size_t)_hak_snprintf(buf + len, cap - len, "sites: %zu distinct (table %d, learning %s)\n",
+                               _hak_sites_used(), HAK_SITES, learning() ? "on" : hak_opt(LEARN_FORCE) ? "forced" : "off");
+  while (shown < top && len + 256 < cap) {
+    uint64_t best = 0;
+    int bi = -1;
+    for (int i = 0; i < HAK_SITES; i++) {
+      uint64_t b = site_tab[i].bytes;
+      if (b > best && b < last) best = b, bi = i;
+    }
+    if (bi < 0) break;
+    last = best;
+    hak_site_t* s = &site_tab[bi];
+    uintptr_t ra = hak_load_relaxed(&s->key);
+    char sym[160] = "?";
+    Dl_info info;
+    if (ra && dladdr((void*)ra, &info) && info.dli_sname)
+      _hak_snprintf(sym, sizeof sym, "%s+0x%lx", info.dli_sname, (unsigned long)(ra - (uintptr_t)info.dli_saddr));
+    else if (ra && dladdr((void*)ra, &info) && info.dli_fname)
+      _hak_snprintf(sym, sizeof sym, "%s+0x%lx", info.dli_fname, (unsigned long)(ra - (uintptr_t)info.dli_fbase));
+    len += (size_t)_hak_snprintf(
+        buf + len, cap - len,
+        "  site %p %-28.28s allocs=%llu frees=%llu bytes=%llu size=%zu..%zu reuse=%.0f life=%.0f touch=%.2f faults~%llu strategy=%s changes=%u\n",
+        (void*)ra, bi == 0 ? "(other sites)" : sym, (unsigned long long)s->allocs, (unsigned long long)s->frees,
+        (unsigned long long)s->bytes, s->min_size == SIZE_MAX ? 0 : s->min_size, s->max_size, s->reuse_ewma,
+        s->life_ewma, s->samples ? s->touch_ewma : 1.0, (unsigned long long)s->faults_est, strat_names[s->strategy],
+        s->changes);
+    shown++;
+  }
+  return len;
+}
