@@ -70,6 +70,14 @@ HAK_EXPORT void hak_os_stats(hak_os_stats_t* out);
  * `name` (e.g. "HAKMEM_DECOMMIT") is unknown. */
 HAK_EXPORT long long hak_option_get(const char* name);
 
+/* Call-site learning (HAKMEM_LEARN): the call site (return address of the
+ * public entry point) recorded for the large block p, or NULL; and the
+ * strategy a site plays now: 0 cache, 1 release, 2 decommit, 3 prefault, or
+ * -1 for a site hakmem has not seen.  Sites are tracked while learning, a
+ * forced strategy or statistics are on. */
+HAK_EXPORT void* hak_block_site(const void* p);
+HAK_EXPORT int hak_site_strategy(const void* site);
+
 HAK_EXPORT const char* hak_version(void);
 
 #ifdef __cplusplus

@@ -48,6 +48,8 @@ typedef enum {
     "seed of the sites' exploration (runs with one seed make the same choices)") \
   X(LEARN_MIN_EVENTS, "HAKMEM_LEARN_MIN_EVENTS", INT, 8, 8, 8, 0, 1000000, \
     "episodes a site needs before it leaves the default strategy") \
+  X(LEARN_BYTE_COST, "HAKMEM_LEARN_BYTE_COST", INT, 2000, 200000, 20000000, 0, LLONG_MAX, \
+    "learning: cost of keeping 1 MiB resident for 1 s, in ns of allocator time") \
   X(LEARN_FORCE,  "HAKMEM_LEARN_FORCE",  ENUM_STRATEGY, 0, 0, 0, 0, 4, \
     "one strategy for every site, no learning: none | cache | release | decommit | prefault") \
   X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \

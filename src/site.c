@@ -125,11 +125,7 @@ uint32_t _hak_site_index(uintptr_t ra) {
 /* Cost weights: nanoseconds per page fault, and per MiB kept resident for a
  * second (speed weighs time, lean weighs bytes). */
 #define FAULT_NS 400.0
-static double byte_weight(void) {
-  static const double w[3] = {2.0e3, 2.0e5, 2.0e7};
-  long long p = hak_opt(PROFILE);
-  return w[p >= 0 && p < 3 ? p : 1];
-}
+static double byte_weight(void) { return (double)hak_opt(LEARN_BYTE_COST); }
 
 static void choose(hak_site_t* s, uintptr_t ra) {
   int old = s->strategy;
@@ -227,7 +223,10 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
   uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
   /* sample how much of the block was touched (one mincore call, 1 in 8) */
   double touched = -1;
-  if (learning() && (s->frees & 7) == 0 && seg->large_size >= HAK_OS_PAGE) {
+  site_lock(s);
+  bool sample = learning() && (s->frees & 7) == 0;
+  site_unlock(s);
+  if (sample && seg->large_size >= HAK_OS_PAGE) {
     size_t pages = hak_align_up(seg->large_size, HAK_OS_PAGE) / HAK_OS_PAGE;
     uint8_t vec[512];
     size_t step = pages > 512 ? (pages + 511) / 512 : 1;   /* sample up to 512 pages */
@@ -289,6 +288,23 @@ void _hak_site_uncached(uint32_t idx) {
   site_lock(s);
   if (s->cached) s->cached--;
   site_unlock(s);
+}
+
+/* ---------------------------------------------------------------- queries */
+hak_api void* hak_block_site(const void* p) {
+  if (p == NULL || !hak_segmap_contains(p)) return NULL;
+  hak_segment_t* seg = hak_segment_of(p);
+  if (seg->kind != HAK_SEG_LARGE || (const uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1 ||
+      seg->site >= HAK_SITES)
+    return NULL;
+  return (void*)hak_load_relaxed(&site_tab[seg->site].key);
+}
+
+hak_api int hak_site_strategy(const void* site) {
+  if (site == NULL) return -1;
+  int st = _hak_site_strategy_of((uintptr_t)site);
+  if (st >= 0 && !learning()) return default_strategy();
+  return st;
 }
 
 /* ---------------------------------------------------------------- report */

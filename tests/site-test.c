@@ -1,0 +1,208 @@
+/* Tests of call-site learning (HAKMEM_LEARN), linked against build/libhakmem.a
+ * (or the TSan build with -DSITE_TSAN, hak_ names).  One scenario per run:
+ *   identity    distinct call sites get distinct, stable identities
+ *   bounded     100,000 distinct call sites (generated code): the table stays
+ *               bounded and allocation keeps working
+ *   converge_cache    a hot site reusing one size at once: learns "cache"
+ *   converge_release  a site whose blocks are huge and kept long: with a high
+ *                     cost of resident bytes, learns to stop keeping them
+ *   off         learning off: exactly the profile's behaviour (same OS calls
+ *               as with site tracking entirely off)
+ *   threads     several threads sharing sites (run under TSan) */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "hakmem.h"
+
+#ifdef SITE_TSAN
+#define MALLOC hak_malloc
+#define FREE hak_free
+#else
+#define MALLOC malloc
+#define FREE free
+#endif
+
+static int failures;
+#define CHECK(c, ...)                                              \
+  do {                                                             \
+    if (!(c)) {                                                    \
+      failures++;                                                  \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
+      fprintf(stderr, __VA_ARGS__);                                \
+      fputc('\n', stderr);                                         \
+    }                                                              \
+  } while (0)
+
+#define BIG (1u << 20)
+
+__attribute__((noinline)) static void* site_a(void) { return MALLOC(BIG); }
+__attribute__((noinline)) static void* site_b(void) { return MALLOC(BIG); }
+__attribute__((noinline)) static void* site_calloc(void) { return calloc(1, BIG); }
+__attribute__((noinline)) static void* site_realloc(void) { return realloc(NULL, BIG); }
+
+static void t_identity(void) {
+  void* a1 = site_a();
+  void* a2 = site_a();
+  void* b = site_b();
+  void* c = site_calloc();
+  void* r = site_realloc();
+  void* sa1 = hak_block_site(a1);
+  void* sa2 = hak_block_site(a2);
+  void* sb = hak_block_site(b);
+  CHECK(sa1 != NULL, "no site recorded");
+  CHECK(sa1 == sa2, "same call site, two identities %p %p", sa1, sa2);
+  CHECK(sa1 != sb, "two call sites, one identity %p", sa1);
+  /* the identity is the user's code, not an internal frame of hakmem */
+  CHECK((uintptr_t)sa1 > (uintptr_t)site_a && (uintptr_t)sa1 < (uintptr_t)site_a + 64, "site %p not in site_a %p", sa1,
+        (void*)site_a);
+  CHECK((uintptr_t)sb > (uintptr_t)site_b && (uintptr_t)sb < (uintptr_t)site_b + 64, "site %p not in site_b", sb);
+  void* sc = hak_block_site(c);
+  void* sr = hak_block_site(r);
+  CHECK((uintptr_t)sc > (uintptr_t)site_calloc && (uintptr_t)sc < (uintptr_t)site_calloc + 64, "calloc site %p", sc);
+  CHECK((uintptr_t)sr > (uintptr_t)site_realloc && (uintptr_t)sr < (uintptr_t)site_realloc + 64, "realloc site %p", sr);
+  CHECK(hak_block_site(malloc(64)) == NULL, "small blocks have no site");
+  FREE(a1), FREE(a2), FREE(b), FREE(c), FREE(r);
+  /* stable across frees and reuse */
+  void* a3 = site_a();
+  CHECK(hak_block_site(a3) == sa1, "identity changed after reuse");
+  FREE(a3);
+}
+
+/* 100,000 call sites: stubs of generated machine code, each calling malloc
+ * from its own address (x86-64 only). */
+static void t_bounded(void) {
+#if defined(__x86_64__)
+  enum { N = 100000, STUB = 32 };
+  uint8_t* code = mmap(NULL, (size_t)N * STUB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(code != MAP_FAILED, "mmap");
+  uint64_t fn = (uint64_t)(uintptr_t)&malloc;
+  for (int i = 0; i < N; i++) {
+    uint8_t* p = code + (size_t)i * STUB;
+    static const uint8_t pre[] = {0x48, 0x83, 0xEC, 0x08, 0xBF};   /* sub rsp,8; mov edi,imm32 */
+    memcpy(p, pre, sizeof pre);
+    uint32_t sz = 200u << 10;
+    memcpy(p + 5, &sz, 4);
+    p[9] = 0x48, p[10] = 0xB8;   /* movabs rax, imm64 */
+    memcpy(p + 11, &fn, 8);
+    p[19] = 0xFF, p[20] = 0xD0;                           /* call rax */
+    p[21] = 0x48, p[22] = 0x83, p[23] = 0xC4, p[24] = 0x08;   /* add rsp,8 */
+    p[25] = 0xC3;                                         /* ret */
+  }
+  CHECK(mprotect(code, (size_t)N * STUB, PROT_READ | PROT_EXEC) == 0, "mprotect");
+  hak_os_stats_t before;
+  hak_os_stats(&before);
+  for (int i = 0; i < N; i++) {
+    void* (*stub)(void) = (void* (*)(void))(void*)(code + (size_t)i * STUB);
+    void* q = stub();
+    CHECK(q != NULL, "malloc from stub %d", i);
+    if (q == NULL) break;
+    memset(q, 1, 4096);
+    FREE(q);
+  }
+  hak_os_stats_t after;
+  hak_os_stats(&after);
+  /* the site table is static: mapping must not grow with the number of sites */
+  printf("bounded: mapped before %zu after %zu\n", before.mapped_bytes, after.mapped_bytes);
+  CHECK(after.mapped_bytes <= before.mapped_bytes + (64u << 20), "mapped grew by %zu",
+        after.mapped_bytes - before.mapped_bytes);
+  munmap(code, (size_t)N * STUB);
+#endif
+}
+
+__attribute__((noinline)) static void* hot_site(size_t n) { return MALLOC(n); }
+static void t_converge_cache(void) {
+  void* site = NULL;
+  for (int i = 0; i < 3000; i++) {
+    unsigned char* p = hot_site(512u << 10);
+    for (size_t k = 0; k < (512u << 10); k += 4096) p[k] = 1;
+    site = hak_block_site(p);
+    FREE(p);
+  }
+  int st = hak_site_strategy(site);
+  printf("converge_cache: strategy %d\n", st);
+  /* cache and prefault both keep the block (prefault differs only for a
+   * fresh mapping, which a hot site never gets): either is right */
+  CHECK(st == 0 || st == 3, "hot reuse site plays %d, want 0 (cache) or 3 (prefault)", st);
+}
+
+__attribute__((noinline)) static void* huge_site(size_t n) { return MALLOC(n); }
+static void t_converge_release(void) {
+  void* site = NULL;
+  for (int i = 0; i < 400; i++) {
+    size_t n = (size_t)(16 + i % 16) << 20;
+    unsigned char* p = huge_site(n);
+    for (size_t k = 0; k < n; k += 4096) p[k] = 1;
+    site = hak_block_site(p);
+    FREE(p);
+    usleep(2000);   /* the block would be kept ~2 ms between uses */
+  }
+  int st = hak_site_strategy(site);
+  printf("converge_release: strategy %d\n", st);
+  CHECK(st == 1 || st == 2, "huge long-kept site plays %d, want 1 (release) or 2 (decommit)", st);
+}
+
+static void t_off(void) {
+  /* a deterministic large workload; the script compares the printed counts */
+  uint64_t s = 7;
+  void* slot[8] = {0};
+  for (int i = 0; i < 4000; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    int k = (int)(s >> 61);
+    FREE(slot[k]);
+    size_t n = (size_t)(200u << 10) + (size_t)((s >> 20) % (6u << 20));
+    slot[k] = MALLOC(n);
+    memset(slot[k], 1, 4096);
+  }
+  for (int k = 0; k < 8; k++) FREE(slot[k]);
+  /* the BigCache's decisions (OS call counts also depend on where ASLR puts
+   * mappings, so they are not compared) */
+  char* buf = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&buf, &len);
+  hakmem_stats_print(f);
+  fclose(f);
+  char* l = strstr(buf, "bigcache:");
+  char* e = l ? strchr(l, '\n') : NULL;
+  if (e) *e = 0;
+  printf("off: %s\n", l ? l : "(no bigcache line)");
+  free(buf);
+}
+
+static void* thread_body(void* arg) {
+  (void)arg;
+  for (int i = 0; i < 300; i++) {
+    void* p = hot_site(300u << 10);
+    memset(p, 2, 8192);
+    (void)hak_block_site(p);
+    FREE(p);
+    void* q = huge_site(4u << 20);
+    FREE(q);
+  }
+  return NULL;
+}
+static void t_threads(void) {
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, thread_body, NULL);
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+}
+
+int main(int argc, char** argv) {
+  const char* t = argc > 1 ? argv[1] : "";
+  if (!strcmp(t, "identity")) t_identity();
+  else if (!strcmp(t, "bounded")) t_bounded();
+  else if (!strcmp(t, "converge_cache")) t_converge_cache();
+  else if (!strcmp(t, "converge_release")) t_converge_release();
+  else if (!strcmp(t, "off")) t_off();
+  else if (!strcmp(t, "threads")) t_threads();
+  else {
+    fprintf(stderr, "usage: site-test SCENARIO\n");
+    return 2;
+  }
+  printf("%s: %s\n", t, failures ? "FAILED" : "ok");
+  return failures ? 1 : 0;
+}
