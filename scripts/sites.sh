@@ -23,7 +23,7 @@ OUT=${OUTDIR:-$ROOT/results/$(date +%Y%m%d-%H%M%S)-$(hostname)-sites}
 mkdir -p "$OUT"
 HAK=${LIB_hakmem:-$ROOT/build/libhakmem.so}
 hak_env=()
-while IFS='=' read -r k v; do [[ $k == HAKMEM_* && $k != HAKMEM_LEARN* ]] && hak_env+=("$k=$v"); done < <(env)
+while IFS='=' read -r k v; do [[ $k == HAKMEM_* && $k != HAKMEM_LEARN && $k != HAKMEM_LEARN_FORCE ]] && hak_env+=("$k=$v"); done < <(env)
 
 run_one() {   # config -> RESULT line
   local c=$1 pre=() lib
