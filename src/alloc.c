@@ -54,9 +54,37 @@ hak_inline void hak_free_inline(void* p, const char* op) {
 /* ---------------------------------------------------------------- API */
 hak_api void* hak_malloc(size_t n) { return hak_malloc_inline(n); }
 hak_api void hak_free(void* p) { hak_free_inline(p, "free"); }
+/* Sized free: the size must be one the block could have been allocated (or
+ * realloc'ed in place) with: at most its usable size and, when `exact`, at
+ * least half of it (the class spacing and realloc's in-place rule put every
+ * legitimate size there).  `exact` is for C++ sized delete, whose memory
+ * comes from plain operator new; C's free_sized is only checked from above,
+ * since programs also hand it memory from the aligned calls. */
+hak_inline void sized_check(const void* p, size_t n, bool exact, const char* op) {
+  if (p == NULL || !hak_segmap_contains(p)) return;
+  hak_segment_t* seg = hak_segment_of(p);
+  size_t usable;
+  if (seg->kind == HAK_SEG_LARGE) {
+    if ((const uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1) return;   /* free reports */
+    usable = _hak_large_usable(seg);
+  } else {
+    hak_slab_t* s = &seg->slabs[((uintptr_t)p >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
+    uintptr_t xo = hak_load_relaxed(&s->xowner);
+    if (xo == HAK_OWNER_TAIL) s -= s->head_off;
+    else if (xo == HAK_OWNER_UNUSED) return;   /* free reports */
+    usable = s->bsize - HAK_TRAILER;
+  }
+  if (n > usable || (exact && usable > 32 && n < usable / 2 - 16))
+    _hak_size_mismatch(op, p, n, usable);
+}
 hak_api void hak_free_sized(void* p, size_t n) {
-  (void)n;
-  hak_free_inline(p, "free");
+  sized_check(p, n, false, "free_sized");
+  hak_free_inline(p, "free_sized");
+}
+hak_api void hak_free_aligned_sized(void* p, size_t align, size_t n) {
+  (void)align;
+  sized_check(p, n, false, "free_aligned_sized");
+  hak_free_inline(p, "free_aligned_sized");
 }
 
 hak_api void* hak_calloc(size_t count, size_t size) {

@@ -104,7 +104,8 @@ static bool slab_extend(hak_slab_t* s) {
   uint32_t left = (limit - s->bump) / bsize;
   if (count > left) count = left;
   uint8_t* p = slab_start(s) + s->bump;
-  s->bump += count * bsize;
+  /* remote frees read bump to reject never-carved blocks: publish atomically */
+  __atomic_store_n(&s->bump, s->bump + count * bsize, __ATOMIC_RELAXED);
   if (HAK_SECURE) {   /* random order, each block filled as if freed */
     void* v[256];   /* count <= 4096 / 16 */
     for (uint32_t i = 0; i < count; i++) {
@@ -380,6 +381,10 @@ static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t x
 }
 
 static void remote_free(hak_slab_t* s, hak_block_t* b) {
+  if ((size_t)((uint8_t*)b - slab_start(s)) >= __atomic_load_n(&s->bump, __ATOMIC_RELAXED)) {
+    _hak_invalid_pointer("free", b, "block was never allocated");
+    return;
+  }
   if (b->cookie == hak_cookie(b)) {
     _hak_double_free("free", b, s->bsize);
     return;

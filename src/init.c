@@ -70,6 +70,16 @@ void _hak_invalid_pointer(const char* op, const void* p, const char* why) {
   _hak_fatal("hakmem: %s(): invalid pointer %p (%s)\n", op, p, why);
 }
 
+void _hak_size_mismatch(const char* op, const void* p, size_t given, size_t usable) {
+  long long mode = hak_opt(INVALID_FREE);
+  if (mode == HAK_INVALID_IGNORE) return;
+  if (mode == HAK_INVALID_WARN) {
+    _hak_message("hakmem: %s(): size mismatch for %p (size given %zu, block holds %zu)\n", op, p, given, usable);
+    return;
+  }
+  _hak_fatal("hakmem: %s(): size mismatch for %p (size given %zu, block holds %zu)\n", op, p, given, usable);
+}
+
 void _hak_double_free(const char* op, const void* p, size_t size) {
   long long mode = hak_opt(INVALID_FREE);
   if (mode == HAK_INVALID_IGNORE) return;

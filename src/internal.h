@@ -224,6 +224,7 @@ extern _Atomic(int) _hak_initialized;
 hak_noreturn void _hak_fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void _hak_invalid_pointer(const char* op, const void* p, const char* why);
 void _hak_double_free(const char* op, const void* p, size_t size);
+void _hak_size_mismatch(const char* op, const void* p, size_t given, size_t usable);
 void _hak_message(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 hak_noreturn void _hak_assert_fail(const char* cond, const char* file, int line);
 int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -47,7 +47,7 @@ bool _hak_huge_aligned_lookup(const void* p, hak_segment_t** seg_out) {
 
 static void* huge_aligned_alloc(size_t size, size_t align) {
   size_t map;
-  if (__builtin_add_overflow(align, hak_align_up(size, HAK_OS_PAGE), &map)) {
+  if (__builtin_add_overflow(align, hak_align_up(size ? size : 1, HAK_OS_PAGE), &map)) {
     errno = ENOMEM;
     return NULL;
   }
@@ -140,7 +140,7 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   }
   size_t off = align > HAK_LARGE_HDR ? align : HAK_LARGE_HDR;
   size_t need;
-  if (__builtin_add_overflow(off, size, &need) || need > HAK_MAX_SIZE) {
+  if (__builtin_add_overflow(off, size ? size : 1, &need) || need > HAK_MAX_SIZE) {
     errno = ENOMEM;
     return NULL;
   }
@@ -198,7 +198,8 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
 /* The block's usable size: its request rounded to whole pages (the mapping
  * may be larger: headroom for reuse, which the block does not own). */
 size_t _hak_large_usable(const hak_segment_t* seg) {
-  return hak_align_up(seg->large_off + seg->large_size, HAK_OS_PAGE) - seg->large_off;
+  size_t n = seg->large_size ? seg->large_size : 1;   /* malloc(0)-like blocks still have room */
+  return hak_align_up(seg->large_off + n, HAK_OS_PAGE) - seg->large_off;
 }
 
 void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {

@@ -33,10 +33,7 @@ void* __libc_realloc(void* p, size_t n) HAK_ALIAS(hak_realloc);
 void __libc_free(void* p) HAK_ALIAS(hak_free);
 void* __libc_memalign(size_t a, size_t n) HAK_ALIAS(hak_memalign);
 
-hak_api void free_aligned_sized(void* p, size_t a, size_t n) {
-  (void)a;
-  hak_free_sized(p, n);
-}
+void free_aligned_sized(void* p, size_t a, size_t n) HAK_ALIAS(hak_free_aligned_sized);
 
 hak_api struct mallinfo mallinfo(void) {
   struct mallinfo2 m2 = hak_mallinfo2();
@@ -61,6 +58,9 @@ hak_api int mallopt(int param, int value) {
 }
 
 /* ---------------------------------------------------------------- C++ */
+/* operator delete(void*, size_t, align_val_t): C++ passes the size first */
+hak_api void hak_free_aligned_sized_cxx(void* p, size_t n, size_t al) { hak_free_aligned_sized(p, al, n); }
+
 typedef void (*hak_new_handler_t)(void);
 extern hak_new_handler_t _ZSt15get_new_handlerv(void) __attribute__((weak));
 extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
@@ -97,14 +97,18 @@ hak_api void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void
 
 void _ZdlPv(void* p) HAK_ALIAS(hak_free);
 void _ZdaPv(void* p) HAK_ALIAS(hak_free);
-void _ZdlPvm(void* p, size_t n) HAK_ALIAS(hak_free_sized);
-void _ZdaPvm(void* p, size_t n) HAK_ALIAS(hak_free_sized);
+/* sized delete: the size is checked against the block (sized_check) */
+hak_api void _ZdlPvm(void* p, size_t n) {
+  sized_check(p, n, true, "operator delete");
+  hak_free_inline(p, "operator delete");
+}
+void _ZdaPvm(void* p, size_t n) HAK_ALIAS(_ZdlPvm);
 hak_api void _ZdlPvRKSt9nothrow_t(void* p, const void* nt) { (void)nt; hak_free(p); }
 hak_api void _ZdaPvRKSt9nothrow_t(void* p, const void* nt) { (void)nt; hak_free(p); }
 hak_api void _ZdlPvSt11align_val_t(void* p, size_t al) { (void)al; hak_free(p); }
 hak_api void _ZdaPvSt11align_val_t(void* p, size_t al) { (void)al; hak_free(p); }
-hak_api void _ZdlPvmSt11align_val_t(void* p, size_t n, size_t al) { (void)al; hak_free_sized(p, n); }
-hak_api void _ZdaPvmSt11align_val_t(void* p, size_t n, size_t al) { (void)al; hak_free_sized(p, n); }
+void _ZdlPvmSt11align_val_t(void* p, size_t n, size_t al) HAK_ALIAS(hak_free_aligned_sized_cxx);
+void _ZdaPvmSt11align_val_t(void* p, size_t n, size_t al) HAK_ALIAS(hak_free_aligned_sized_cxx);
 hak_api void _ZdlPvSt11align_val_tRKSt9nothrow_t(void* p, size_t al, const void* nt) { (void)al; (void)nt; hak_free(p); }
 hak_api void _ZdaPvSt11align_val_tRKSt9nothrow_t(void* p, size_t al, const void* nt) { (void)al; (void)nt; hak_free(p); }
 #endif /* HAK_NO_OVERRIDE */

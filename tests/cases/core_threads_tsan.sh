@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The threaded tests, hak_ names, built with -fsanitize=thread against the
+# TSan library: any data race report is fatal (halt_on_error, exit 66).
+set -euo pipefail
+. tests/cases/core_lib.sh
+need $T/test-threads-tsan
+run "stress under TSan" $T/test-threads-tsan stress 4 3 150
+run "churn under TSan, 2000 threads" $T/test-threads-tsan churn 2000 4
+run "fork under TSan, 30 forks" $T/test-threads-tsan fork 30 2

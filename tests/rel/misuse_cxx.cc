@@ -1,0 +1,38 @@
+// C++ misuse for tests/cases/rel_misuse.sh: operator delete of a pointer
+// hakmem never gave out, and a double delete.  Linked with build/libhakmem.a
+// (whole archive), whose operator new/delete replace libstdc++'s.
+//   misuse_cxx SCENARIO   (delete_stack | delete_array_stack | delete_twice)
+#include <cstdio>
+#include <cstring>
+
+static void* opaque(void* p) {
+  __asm__ volatile("" : "+r"(p));
+  return p;
+}
+static void announce(const void* p) {
+  std::printf("addr=%p\n", p);
+  std::fflush(stdout);
+}
+
+int main(int argc, char** argv) {
+  const char* name = argc > 1 ? argv[1] : "";
+  alignas(16) char buf[64];
+  std::memset(buf, 0, sizeof buf);
+  if (std::strcmp(name, "delete_stack") == 0) {
+    announce(buf);
+    delete static_cast<long*>(opaque(buf));
+  } else if (std::strcmp(name, "delete_array_stack") == 0) {
+    announce(buf);
+    delete[] static_cast<char*>(opaque(buf));
+  } else if (std::strcmp(name, "delete_twice") == 0) {
+    long* p = new long[4];   // 32 bytes
+    delete[] p;
+    announce(p);
+    delete[] static_cast<long*>(opaque(p));
+  } else {
+    std::fprintf(stderr, "usage: misuse_cxx delete_stack|delete_array_stack|delete_twice\n");
+    return 2;
+  }
+  std::puts("done");
+  return 0;
+}

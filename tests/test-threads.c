@@ -1,0 +1,453 @@
+/* Multi-threaded tests.
+ *
+ *   stress [THREADS ROUNDS SCALE]  deterministic stress in the style of
+ *        mimalloc's test-stress: threads allocate blocks whose every word
+ *        holds a cookie derived from the block address, keep some, free
+ *        some, and swap others through a shared transfer array, so that
+ *        blocks are verified and freed by other threads (also after their
+ *        allocating thread has exited: threads are recreated every round).
+ *   churn [THREADS BATCH]  create and join many short-lived threads (BATCH at
+ *        a time) that allocate, free, and leave blocks for main to free;
+ *        RSS (and hakmem's mapped bytes) after the churn must stay within a
+ *        bound of the values measured after the first 1000 threads.
+ *   fork [FORKS]  fork() while other threads allocate; each child allocates,
+ *        frees (also inherited blocks of other threads), starts a thread,
+ *        and exits 0.  A deadlock fails through alarm().
+ *
+ * Sizes are smaller under ThreadSanitizer (see tests/cases/core_threads_tsan.sh). */
+#include "hak_test.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define HT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HT_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define HT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HT_ASAN 1
+#endif
+#endif
+
+static _Atomic long failures;
+static void fail(const char* fmt, ...) {
+  long n = atomic_fetch_add(&failures, 1);
+  if (n >= 20) return;
+  va_list ap;
+  va_start(ap, fmt);
+  printf("  FAILED ");
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+  fflush(stdout);
+}
+
+/* ---- cookie blocks ----------------------------------------------------- */
+static const uint64_t COOKIE = 0xbf58476d1ce4e5b9ull;
+
+static uint64_t* alloc_items(size_t items, ht_rng_t* r) {
+  if (items == 0) items = 1;
+  if (items <= 1000 && ht_below(r, 100) == 0) items *= 40;  /* medium */
+  if (ht_below(r, 10000) == 0) items = 300000 + items; /* large, ~2.4 MiB */
+  uint64_t* p = (uint64_t*)t_malloc(items * sizeof(uint64_t));
+  if (p == NULL) { fail("malloc(%zu) = NULL", items * 8); abort(); }
+  uint64_t cookie = (uint64_t)(uintptr_t)p ^ COOKIE;
+  for (size_t i = 0; i < items; i++) p[i] = (items - i) ^ cookie;
+  return p;
+}
+
+static size_t check_items(const uint64_t* p, const char* where) {
+  if (p == NULL) return 0;
+  uint64_t cookie = (uint64_t)(uintptr_t)p ^ COOKIE;
+  size_t items = (size_t)(p[0] ^ cookie);
+  if (items == 0 || items > (64u << 20)) {
+    fail("%s: block %p header damaged (items %zu)", where, (const void*)p, items);
+    return 0;
+  }
+  for (size_t i = 0; i < items; i++) {
+    if ((p[i] ^ cookie) != items - i) {
+      fail("%s: block %p of %zu words damaged at word %zu", where, (const void*)p, items, i);
+      return 0;
+    }
+  }
+  return items;
+}
+
+/* Grow (or shrink) a block with realloc, possibly on another thread than
+ * the one that allocated it: the old words must survive, then the block is
+ * re-stamped with the cookie of its new address. */
+static uint64_t* realloc_items(uint64_t* p, ht_rng_t* r) {
+  size_t items = check_items(p, "before realloc");
+  if (items == 0) return p;
+  uint64_t old_cookie = (uint64_t)(uintptr_t)p ^ COOKIE;
+  size_t n = (items > 2048 || ht_below(r, 4) == 0) ? items / 2 + 1 : items * 2 + ht_below(r, 16);
+  uint64_t* q = (uint64_t*)t_realloc(p, n * sizeof(uint64_t));
+  if (q == NULL) { fail("realloc(%zu) = NULL", n * 8); abort(); }
+  size_t keep = n < items ? n : items;
+  for (size_t i = 0; i < keep; i++)
+    if ((q[i] ^ old_cookie) != items - i) {
+      fail("realloc %zu -> %zu words lost word %zu", items, n, i);
+      break;
+    }
+  uint64_t cookie = (uint64_t)(uintptr_t)q ^ COOKIE;
+  for (size_t i = 0; i < n; i++) q[i] = (n - i) ^ cookie;
+  return q;
+}
+
+static void free_items(uint64_t* p, const char* where) {
+  if (p == NULL) return;
+  check_items(p, where);
+  t_free(p);
+}
+
+/* ---- stress ------------------------------------------------------------ */
+#define TRANSFERS 1000
+static _Atomic(uint64_t*) transfer[TRANSFERS];
+static FILE* devnull;
+static int st_scale, st_round;
+
+static void* stress_thread(void* arg) {
+  uintptr_t tid = (uintptr_t)arg;
+  ht_rng_t r = {((uint64_t)st_round << 32) ^ tid ^ 0x1234};
+  size_t data_size = 0, data_top = 0, retain_size = 0, retain_top = 0;
+  uint64_t** data = NULL;
+  uint64_t** retained = NULL;
+  long steps = (long)st_scale * 100;
+  for (long s = 0; s < steps; s++) {
+    if (ht_below(&r, 20000) == 0) {
+      /* introspection and trimming while other threads allocate */
+      switch (ht_below(&r, 4)) {
+        case 0: t_malloc_trim(0); break;
+        case 1: { struct mallinfo2 mi = t_mallinfo2(); (void)mi; break; }
+        case 2: if (ht_has_hakmem()) { hak_os_stats_t st; t_os_stats(&st); } break;
+        default:
+          if (ht_has_hakmem() && devnull != NULL) t_stats_print(devnull);
+          break;
+      }
+    }
+    uint64_t x = ht_below(&r, 100);
+    if (x < 35) {
+      if (data_top >= data_size) {
+        data_size += 1000;
+        data = (uint64_t**)t_realloc(data, data_size * sizeof(*data));
+        if (!data) { fail("realloc of the data array failed"); abort(); }
+      }
+      data[data_top++] = alloc_items(1 + ht_below(&r, 32), &r);
+    } else if (x < 45) {
+      if (retain_top >= retain_size) {
+        retain_size += 1000;
+        retained = (uint64_t**)t_realloc(retained, retain_size * sizeof(*retained));
+        if (!retained) { fail("realloc of the retained array failed"); abort(); }
+      }
+      retained[retain_top++] = alloc_items(1 + ht_below(&r, 16), &r);
+    } else if (x < 70 && data_top > 0) {
+      size_t i = ht_below(&r, data_top);
+      free_items(data[i], "local free");
+      data[i] = data[--data_top];
+    } else if (data_top > 0) {
+      /* swap one of ours through the transfer array; what comes back was
+       * most likely allocated by another (possibly exited) thread */
+      size_t i = ht_below(&r, data_top);
+      size_t t = ht_below(&r, TRANSFERS);
+      uint64_t* got = atomic_exchange_explicit(&transfer[t], data[i], memory_order_acq_rel);
+      if (got != NULL && ht_below(&r, 2) == 0) {
+        free_items(got, "cross-thread free");
+        data[i] = data[--data_top];
+      } else {
+        if (got != NULL && ht_below(&r, 4) == 0) got = realloc_items(got, &r);  /* cross-thread realloc */
+        else check_items(got, "received block");
+        data[i] = got;
+        if (got == NULL) data[i] = data[--data_top];
+      }
+    }
+  }
+  for (size_t i = 0; i < retain_top; i++) free_items(retained[i], "retained free");
+  for (size_t i = 0; i < data_top; i++) free_items(data[i], "final free");
+  t_free(retained);
+  t_free(data);
+  return NULL;
+}
+
+static int run_stress(int threads, int rounds, int scale) {
+  printf("stress: %d threads x %d rounds, scale %d (blocks verified by cookie, swapped "
+         "through %d transfer slots)\n", threads, rounds, scale, TRANSFERS);
+  st_scale = scale;
+  devnull = fopen("/dev/null", "w");
+  pthread_t* th = (pthread_t*)calloc((size_t)threads, sizeof(pthread_t));
+  size_t freed_by_main = 0;
+  for (int round = 0; round < rounds; round++) {
+    st_round = round;
+    for (int t = 0; t < threads; t++)
+      if (pthread_create(&th[t], NULL, stress_thread, (void*)(uintptr_t)(t + 1)) != 0) {
+        fail("pthread_create");
+        return 1;
+      }
+    for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
+    /* main frees a share of the blocks whose threads have exited */
+    ht_rng_t r = {(uint64_t)round};
+    for (int i = 0; i < TRANSFERS; i++) {
+      if (ht_below(&r, 4) != 0) continue;
+      uint64_t* p = atomic_exchange(&transfer[i], NULL);
+      if (p) { free_items(p, "main free of an exited thread's block"); freed_by_main++; }
+    }
+  }
+  for (int i = 0; i < TRANSFERS; i++) {
+    uint64_t* p = atomic_exchange(&transfer[i], NULL);
+    if (p) { free_items(p, "final transfer free"); freed_by_main++; }
+  }
+  free(th);
+  printf("  main freed %zu blocks of exited threads\n", freed_by_main);
+  return 0;
+}
+
+/* ---- churn ------------------------------------------------------------- */
+#define LEFT 2
+typedef struct { uint64_t* left[LEFT]; uint64_t seed; } churn_arg_t;
+
+/* A thread-specific value whose destructor allocates and frees: it runs
+ * after hakmem's own thread-exit handler (hakmem's key is older), so the
+ * allocator must cope with a thread that allocates again after it "ended". */
+static pthread_key_t churn_key;
+static _Atomic long late_dtor_runs;
+static void churn_key_dtor(void* v) {
+  free_items((uint64_t*)v, "thread-exit destructor free");
+  ht_rng_t r = {(uint64_t)(uintptr_t)v};
+  uint64_t* a = alloc_items(1 + ht_below(&r, 100), &r);
+  void* m = t_malloc(100000);
+  if (m == NULL) fail("malloc in a thread-exit destructor failed");
+  else memset(m, 7, 100000);
+  free_items(a, "thread-exit destructor free");
+  t_free(m);
+  atomic_fetch_add_explicit(&late_dtor_runs, 1, memory_order_relaxed);
+}
+
+static void* churn_thread(void* arg) {
+  churn_arg_t* a = (churn_arg_t*)arg;
+  ht_rng_t r = {a->seed};
+  uint64_t* blk[24];
+  for (int i = 0; i < 24; i++) blk[i] = alloc_items(1 + ht_below(&r, 64), &r);
+  if (ht_below(&r, 16) == 0) {  /* now and then a medium block and a calloc */
+    void* m = t_malloc(40000);
+    void* c = t_calloc(1, 3000);
+    if (!m || !c) fail("churn: allocation failed");
+    if (c && ht_first_nonzero(c, 3000) != SIZE_MAX) fail("churn: calloc not zero");
+    t_free(m);
+    t_free(c);
+  }
+  for (int i = LEFT; i < 24; i++) free_items(blk[i], "churn free");
+  for (int i = 0; i < LEFT; i++) a->left[i] = blk[i];
+  if (ht_below(&r, 4) == 0) pthread_setspecific(churn_key, alloc_items(8, &r));
+  return NULL;
+}
+
+static size_t mapped_now(void) {
+  if (!ht_has_hakmem()) return 0;
+  hak_os_stats_t st;
+  t_os_stats(&st);
+  return st.mapped_bytes;
+}
+
+static int run_churn(long total, int batch) {
+  printf("churn: %ld threads, %d at a time, each leaving %d blocks for main to free; a quarter "
+         "allocate again in a thread-exit destructor\n", total, batch, LEFT);
+  pthread_key_create(&churn_key, churn_key_dtor);
+  churn_arg_t* args = (churn_arg_t*)calloc((size_t)batch, sizeof(churn_arg_t));
+  pthread_t* th = (pthread_t*)calloc((size_t)batch, sizeof(pthread_t));
+  size_t rss_base = 0, mapped_base = 0, rss_peak = 0;
+  long base_at = total < 2000 ? total / 2 : 1000;
+  for (long done = 0; done < total;) {
+    int n = (int)(total - done < batch ? total - done : batch);
+    for (int i = 0; i < n; i++) {
+      args[i].seed = (uint64_t)(done + i) * 0x9E3779B97F4A7C15ull;
+      if (pthread_create(&th[i], NULL, churn_thread, &args[i]) != 0) {
+        fail("pthread_create failed after %ld threads", done);
+        return 1;
+      }
+    }
+    for (int i = 0; i < n; i++) {
+      pthread_join(th[i], NULL);
+      for (int k = 0; k < LEFT; k++) free_items(args[i].left[k], "main free of a churn block");
+    }
+    done += n;
+    if (done == base_at || (done > base_at && done - n < base_at)) {
+      rss_base = ht_rss();
+      mapped_base = mapped_now();
+    }
+    if (done % 10000 < (long)batch) {
+      size_t rss = ht_rss();
+      if (rss > rss_peak) rss_peak = rss;
+    }
+  }
+  size_t rss_end = ht_rss(), mapped_end = mapped_now();
+  free(args);
+  free(th);
+  printf("  %ld thread-exit destructors allocated after the thread's end\n",
+         atomic_load(&late_dtor_runs));
+  if (atomic_load(&late_dtor_runs) == 0) fail("no thread-exit destructor ran");
+  printf("  RSS after %ld threads %zu KiB, at the end %zu KiB (peak sampled %zu KiB)\n", base_at,
+         rss_base >> 10, rss_end >> 10, rss_peak >> 10);
+#if defined(HT_TSAN) || defined(HT_ASAN)
+  printf("  (sanitizer build: RSS bound not checked)\n");
+#else
+  size_t bound = rss_base + 32 * HT_MiB;
+  if (rss_end > bound || rss_peak > bound)
+    fail("RSS grew from %zu KiB to %zu KiB (peak %zu KiB) over the thread churn (bound +32 MiB)",
+         rss_base >> 10, rss_end >> 10, rss_peak >> 10);
+#endif
+  if (ht_has_hakmem()) {
+    printf("  hakmem mapped after %ld threads %zu KiB, at the end %zu KiB\n", base_at,
+           mapped_base >> 10, mapped_end >> 10);
+    if (mapped_end > mapped_base + 64 * HT_MiB)
+      fail("hakmem mapped bytes grew from %zu KiB to %zu KiB over the thread churn "
+           "(memory of exited threads not reused?)", mapped_base >> 10, mapped_end >> 10);
+  }
+  return 0;
+}
+
+/* ---- fork -------------------------------------------------------------- */
+static atomic_bool fork_stop;
+static int child_threads = 1;
+
+static void* fork_bg_thread(void* arg) {
+  uintptr_t tid = (uintptr_t)arg;
+  ht_rng_t r = {tid * 77};
+  uint64_t* mine[64] = {0};
+  while (!atomic_load_explicit(&fork_stop, memory_order_relaxed)) {
+    size_t i = ht_below(&r, 64);
+    free_items(mine[i], "fork: background free");
+    size_t items = 1 + ht_below(&r, 200);
+    if (ht_below(&r, 500) == 0) items = 1 + ht_below(&r, 300000); /* up to 2.4 MiB */
+    mine[i] = alloc_items(items, &r);
+    if (ht_below(&r, 4) == 0) {
+      size_t t = ht_below(&r, TRANSFERS);
+      uint64_t* got = atomic_exchange(&transfer[t], mine[i]);
+      mine[i] = NULL;
+      free_items(got, "fork: background cross-thread free");
+    }
+  }
+  for (int i = 0; i < 64; i++) free_items(mine[i], "fork: background final free");
+  return NULL;
+}
+
+static void* child_thread(void* arg) {
+  ht_rng_t* r = (ht_rng_t*)arg;
+  for (int i = 0; i < 200; i++) free_items(alloc_items(1 + ht_below(r, 500), r), "child thread");
+  return NULL;
+}
+
+static int child_main(int iter, uint64_t* inherited) {
+  signal(SIGALRM, SIG_DFL);
+  alarm(10);  /* a deadlocked child dies by SIGALRM, which the parent reports */
+  ht_rng_t r = {(uint64_t)iter};
+  long before = atomic_load(&failures);
+  uint64_t* blk[300];
+  for (int i = 0; i < 300; i++) blk[i] = alloc_items(1 + ht_below(&r, i % 50 == 0 ? 100000 : 100), &r);
+  for (int i = 0; i < 300; i += 2) free_items(blk[i], "child free");
+  free_items(inherited, "child free of a block the parent allocated");
+  for (int k = 0; k < 20; k++) {  /* blocks of threads that do not exist in the child */
+    uint64_t* p = atomic_exchange(&transfer[ht_below(&r, TRANSFERS)], NULL);
+    free_items(p, "child free of another thread's block");
+  }
+  if (child_threads) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, child_thread, &r) == 0) pthread_join(t, NULL);
+    else fail("child: pthread_create failed");
+  }
+  for (int i = 1; i < 300; i += 2) free_items(blk[i], "child free");
+  void* big = t_malloc(8 * HT_MiB);
+  if (big == NULL) fail("child: malloc(8 MiB) failed");
+  else { memset(big, 1, 8 * HT_MiB); t_free(big); }
+  _exit(atomic_load(&failures) == before ? 0 : 1);
+}
+
+/* fork handlers of the program itself that allocate */
+static void* atfork_block;
+static void user_prepare(void) {
+  atfork_block = t_malloc(3000);
+  if (atfork_block) memset(atfork_block, 3, 3000);
+}
+static void user_parent(void) { t_free(atfork_block); atfork_block = NULL; }
+static void user_child(void) {
+  void* p = t_malloc(5000);
+  if (p) memset(p, 4, 5000);
+  t_free(p);
+  t_free(atfork_block);
+  atfork_block = NULL;
+}
+
+static int run_fork(int forks, int bg) {
+  printf("fork: %d forks while %d threads allocate and free (child: %s)\n", forks, bg,
+         child_threads ? "allocates, frees inherited blocks, starts a thread; "
+                                       "atfork handlers allocate"
+                       : "allocates, frees inherited blocks; atfork handlers allocate");
+  pthread_atfork(user_prepare, user_parent, user_child);
+  pthread_t th[8];
+  for (int i = 0; i < bg; i++) pthread_create(&th[i], NULL, fork_bg_thread, (void*)(uintptr_t)(i + 1));
+  ht_rng_t r = {99};
+  int ok = 0, bad_exit = 0;
+  for (int it = 0; it < forks; it++) {
+    uint64_t* inherited = alloc_items(1 + ht_below(&r, 2000), &r);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) { fail("fork failed"); break; }
+    if (pid == 0) child_main(it, inherited);
+    free_items(inherited, "parent free after fork");
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid) { fail("waitpid"); break; }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) ok++;
+    else {
+      if (bad_exit++ < 10) {
+        if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+          fail("fork %d: child deadlocked (killed by its 10 s alarm)", it);
+        else if (WIFSIGNALED(st))
+          fail("fork %d: child killed by signal %d", it, WTERMSIG(st));
+        else
+          fail("fork %d: child exited with status %d", it, WEXITSTATUS(st));
+      }
+    }
+  }
+  atomic_store(&fork_stop, true);
+  for (int i = 0; i < bg; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < TRANSFERS; i++) free_items(atomic_exchange(&transfer[i], NULL), "fork: final");
+  printf("  %d of %d children exited 0; parent RSS %zu KiB\n", ok, forks, ht_rss() >> 10);
+  if (ok != forks) fail("%d children failed", forks - ok);
+  return 0;
+}
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "  FAILED: timeout (deadlock?) -- alarm fired\n";
+  ssize_t w = write(1, msg, sizeof msg - 1);
+  (void)w;
+  _exit(3);
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const char* mode = argc > 1 ? argv[1] : "all";
+  long a2 = argc > 2 ? atol(argv[2]) : 0, a3 = argc > 3 ? atol(argv[3]) : 0,
+       a4 = argc > 4 ? atol(argv[4]) : 0;
+  signal(SIGALRM, on_alarm);
+  alarm((unsigned)ht_env_u64("HT_ALARM", 240));
+  printf("test-threads: %s names, mode %s\n", T_NAMES, mode);
+#ifdef HT_TSAN
+  child_threads = 0;  /* TSan does not support threads in a multi-threaded fork's child */
+#endif
+  if (strcmp(mode, "stress") == 0 || strcmp(mode, "all") == 0)
+    run_stress(a2 ? (int)a2 : 8, a3 ? (int)a3 : 10, a4 ? (int)a4 : 2000);
+  if (strcmp(mode, "churn") == 0 || strcmp(mode, "all") == 0)
+    run_churn(a2 ? a2 : 100000, a3 ? (int)a3 : 4);
+  if (strcmp(mode, "fork") == 0 || strcmp(mode, "all") == 0)
+    run_fork(a2 ? (int)a2 : 200, a3 ? (int)a3 : 3);
+  long f = atomic_load(&failures);
+  printf("test-threads %s: %s\n", mode, f ? "FAILED" : "ok");
+  return f ? 1 : 0;
+}
