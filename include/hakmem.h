@@ -34,6 +34,7 @@ HAK_EXPORT void* hak_realloc(void* p, size_t size);
 HAK_EXPORT void* hak_reallocarray(void* p, size_t count, size_t size);
 HAK_EXPORT void  hak_free(void* p);
 HAK_EXPORT void  hak_free_sized(void* p, size_t size);   /* size as requested */
+HAK_EXPORT void  hak_free_aligned_sized(void* p, size_t alignment, size_t size);
 HAK_EXPORT int   hak_posix_memalign(void** out, size_t alignment, size_t size);
 HAK_EXPORT HAK_MALLOC_ATTR void* hak_aligned_alloc(size_t alignment, size_t size);
 HAK_EXPORT HAK_MALLOC_ATTR void* hak_memalign(size_t alignment, size_t size);
