@@ -54,6 +54,10 @@ void _hak_fatal(const char* fmt, ...) {
   abort();
 }
 
+void _hak_list_corrupt(const void* b) {
+  _hak_fatal("hakmem: free list corrupted at block %p (write after free or overflow into a free block)\n", b);
+}
+
 void _hak_assert_fail(const char* cond, const char* file, int line) {
   _hak_fatal("hakmem: assertion failed: %s (%s:%d)\n", cond, file, line);
 }

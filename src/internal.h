@@ -105,8 +105,14 @@ hak_inline uintptr_t hak_cookie(const void* b) { return (uintptr_t)b ^ _hak_cook
  * the block's own address, so a forged or overwritten link decodes to
  * garbage and is caught before it is followed. */
 extern uintptr_t _hak_list_key;
+hak_noreturn void _hak_list_corrupt(const void* b);
 hak_inline hak_block_t* hak_block_next(const hak_block_t* b) {
-  if (HAK_SECURE) return (hak_block_t*)((uintptr_t)b->next ^ _hak_list_key ^ (uintptr_t)b);
+  if (HAK_SECURE) {
+    uintptr_t n = (uintptr_t)b->next ^ _hak_list_key ^ (uintptr_t)b;
+    /* a link leads to NULL or into the same SuperSlab */
+    if (hak_unlikely(n != 0 && ((n ^ (uintptr_t)b) >> 22) != 0)) _hak_list_corrupt(b);
+    return (hak_block_t*)n;
+  }
   return b->next;
 }
 hak_inline void hak_block_set_next(hak_block_t* b, hak_block_t* n) {

@@ -1,0 +1,66 @@
+/* Secure-mode scenarios (run under build/libhakmem-secure.so): each makes one
+ * mistake that the default build does not detect and the secure build does.
+ *   secure NAME  -> prints addr=0x... then makes the mistake */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void* volatile sink;
+int main(int argc, char** argv) {
+  const char* s = argc > 1 ? argv[1] : "";
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (!strcmp(s, "overflow_1")) {          /* one byte past the request */
+    char* p = malloc(20);
+    printf("addr=%p\n", (void*)p);
+    p[20] = 'X';
+    free(p);
+  } else if (!strcmp(s, "overflow_32")) {  /* past the block's end */
+    char* p = malloc(24);
+    printf("addr=%p\n", (void*)p);
+    memset(p, 'X', 24 + 32);
+    free(p);
+  } else if (!strcmp(s, "write_after_free")) {
+    char* p = malloc(64);
+    printf("addr=%p\n", (void*)p);
+    free(p);
+    memset(p + 16, 'X', 16);
+    for (int i = 0; i < 1000; i++) sink = malloc(64);
+  } else if (!strcmp(s, "link_overwrite")) {  /* a forged free-list link */
+    char* p = malloc(64);
+    char* q = malloc(64);
+    printf("addr=%p\n", (void*)p);
+    free(p);
+    free(q);
+    *(uintptr_t*)q = (uintptr_t)0x4141414141414141ull;
+    *(uintptr_t*)p = (uintptr_t)0x4141414141414141ull;
+    for (int i = 0; i < 1000; i++) sink = malloc(64);
+  } else if (!strcmp(s, "large_overflow")) {  /* runs into the guard page */
+    char* p = malloc(1 << 20);
+    printf("addr=%p\n", (void*)p);
+    memset(p, 1, (1 << 20) + 4096);
+  } else if (!strcmp(s, "double_free")) {
+    char* p = malloc(32);
+    printf("addr=%p\n", (void*)p);
+    free(p);
+    free(p);
+  } else if (!strcmp(s, "control")) {       /* no mistake: everything works */
+    for (int i = 0; i < 100000; i++) {
+      size_t n = (size_t)(i * 7919 % 5000) + 1;
+      char* p = malloc(n);
+      memset(p, i & 255, n);
+      p = realloc(p, n + 100);
+      for (size_t k = 0; k < n; k++)
+        if (p[k] != (char)(i & 255)) return 1;
+      free(p);
+    }
+    puts("done");
+    return 0;
+  } else {
+    fprintf(stderr, "usage: secure overflow_1|overflow_32|write_after_free|link_overwrite|large_overflow|double_free|control\n");
+    return 2;
+  }
+  puts("done");
+  return 0;
+}
