@@ -31,8 +31,11 @@ hak_inline void* hak_malloc_inline(size_t n) {
 hak_inline void hak_free_inline(void* p, const char* op) {
   if (hak_likely(hak_segmap_contains(p))) {
     hak_heap_t* h = hak_heap_get();
-    hak_segment_t* seg = hak_segment_of(p);
-    hak_slab_t* s = &seg->slabs[((uintptr_t)p >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
+    /* the slab descriptor: segment base + slabs offset + page index * 64,
+     * in one and-shift-or chain (the page index sits in bits 16..21 of p) */
+    _Static_assert(sizeof(hak_slab_t) == 64 && HAK_PAGE_SHIFT == 16, "descriptor arithmetic");
+    hak_slab_t* s = (hak_slab_t*)((((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK) + offsetof(hak_segment_t, slabs)) +
+                                  (((uintptr_t)p >> (HAK_PAGE_SHIFT - 6)) & ((HAK_PAGES_PER_SEG - 1) << 6)));
     if (hak_likely(hak_load_relaxed(&s->xowner) == (uintptr_t)h)) {
       hak_block_t* b = (hak_block_t*)p;
       uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
