@@ -19,6 +19,9 @@ HDRS    := $(wildcard src/*.h) include/hakmem.h
 LIB_CFLAGS_COMMON := -std=gnu11 -fPIC -fvisibility=hidden -ftls-model=initial-exec \
   -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc \
   -fno-plt -Wall -Wextra -Wno-unused-parameter -Wno-missing-attributes -Iinclude -Isrc -pthread
+ifneq ($(findstring clang,$(shell $(CC) --version 2>/dev/null)),)
+LIB_CFLAGS_COMMON += -Wno-unknown-warning-option
+endif
 RELEASE_CFLAGS := -O2 -g -DNDEBUG $(LIB_CFLAGS_COMMON)
 DEBUG_CFLAGS   := -O0 -g3 -DHAK_DEBUG=2 $(LIB_CFLAGS_COMMON)
 ASAN_CFLAGS    := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DHAK_DEBUG=1 -DHAK_NO_OVERRIDE $(LIB_CFLAGS_COMMON)

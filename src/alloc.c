@@ -18,7 +18,7 @@ hak_inline void* hak_malloc_inline(size_t n) {
     s->free = hak_block_next(b);
     s->used++;
     b->cookie = 0;
-    h->cls[cls].nmalloc++;
+    hak_counter_inc(&h->cls[cls].nmalloc);
     if (HAK_SECURE) _hak_secure_alloc(s, b, n);
     return b;
   }

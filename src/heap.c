@@ -289,7 +289,7 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
   s->free = hak_block_next(b);
   s->used++;
   b->cookie = 0;
-  h->cls[cls].nmalloc++;
+  hak_counter_inc(&h->cls[cls].nmalloc);
   if (HAK_SECURE) _hak_secure_alloc(s, b, req);
   return b;
 }
@@ -500,7 +500,7 @@ static size_t heap_chunk_left;
 static void heap_reset(hak_heap_t* h) {
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     h->cls[c].cur = &_hak_slab_empty;
-    h->cls[c].nmalloc = 0;
+    hak_counter_set(&h->cls[c].nmalloc, 0);
   }
   h->full = NULL;
   h->segs = h->segs_full = NULL;
@@ -572,7 +572,7 @@ void _hak_heap_abandon(hak_heap_t* h) {
       s = next;
     }
     atomic_fetch_add_explicit(&_hak_stat_nmalloc_dead[c], h->cls[c].nmalloc, memory_order_relaxed);
-    h->cls[c].nmalloc = 0;
+    hak_counter_set(&h->cls[c].nmalloc, 0);
   }
   hak_slab_t* s = h->full;
   h->full = NULL;

@@ -339,6 +339,7 @@ void  _hak_release_fork_child(void);
 
 /* os.c: the only place that calls mmap & co. */
 void* _hak_os_map(size_t size, void* hint);
+extern __thread bool _hak_os_reserve;   /* next mappings count against overcommit */
 void* _hak_os_map_aligned(size_t size, size_t align, void* hint);
 bool  _hak_os_unmap(void* p, size_t size);
 bool  _hak_os_advise(void* p, size_t size, int advice);
@@ -358,5 +359,10 @@ extern _Atomic(uint64_t) _hak_stat_large_allocs, _hak_stat_large_frees;
 extern _Atomic(uint64_t) _hak_stat_large_bytes, _hak_stat_large_peak_bytes;
 
 hak_inline size_t hak_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
+/* Statistics counters written by their owner thread and read by others (the
+ * report): relaxed atomic stores, the same machine code as a plain add. */
+hak_inline void hak_counter_inc(uint64_t* c) { __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED); }
+hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v, __ATOMIC_RELAXED); }
 
 #endif /* HAK_INTERNAL_H */

@@ -51,7 +51,9 @@ static void* huge_aligned_alloc(size_t size, size_t align) {
     errno = ENOMEM;
     return NULL;
   }
+  _hak_os_reserve = true;
   hak_segment_t* seg = _hak_os_map_aligned(map, align, NULL);
+  _hak_os_reserve = false;
   if (seg == NULL) {
     errno = ENOMEM;
     return NULL;
@@ -154,6 +156,7 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   }
   if (seg == NULL) {
     size_t map = off == HAK_LARGE_HDR ? _hak_bigcache_map_size(need) : need;
+    _hak_os_reserve = true;   /* user-sized: subject to the overcommit policy */
     seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE);
     if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE);
     if (seg == NULL) {
@@ -162,10 +165,12 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
       _hak_batch_flush();
       seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE);
       if (seg == NULL) {
+        _hak_os_reserve = false;
         errno = ENOMEM;
         return NULL;
       }
     }
+    _hak_os_reserve = false;
     seg->large_fresh = 1;
     seg->huge_aligned = 0;
     seg->large_peak = 0;

@@ -141,6 +141,7 @@ void _hak_options_init(void) {
   if (environ == NULL) return;   /* too early: the constructor calls again */
   long long profile = HAK_PROFILE_BALANCED;
   const char* pv = env_find("HAKMEM_PROFILE");
+  if (pv != NULL && *pv == 0) pv = NULL;   /* set but empty: as unset */
   if (pv != NULL) {
     if (!parse_enum(pv, profile_names, 3, &profile) && !parse_value(&opt_table[HAK_OPT_PROFILE], pv, &profile)) {
       opt_warn("malformed value (expected speed|balanced|lean), using balanced", pv - strlen("HAKMEM_PROFILE="));
@@ -163,7 +164,7 @@ void _hak_options_init(void) {
       opt_warn("unknown variable ignored (see docs/TUNING.md)", entry);
       continue;
     }
-    if (id == HAK_OPT_PROFILE) continue;
+    if (id == HAK_OPT_PROFILE || eq[1] == 0) continue;   /* empty value: as unset */
     long long v;
     if (parse_value(&opt_table[id], eq + 1, &v)) {
       _hak_options[id] = v;

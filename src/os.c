@@ -34,13 +34,20 @@ static bool os_inject_failure(void) {
   return n >= after && (count == 0 || n < after + count);
 }
 
+/* Large blocks are mapped without MAP_NORESERVE so the kernel's overcommit
+ * policy applies to them as to glibc's: an absurd size fails with ENOMEM
+ * instead of succeeding and killing the program when touched.  SuperSlabs
+ * and metadata keep MAP_NORESERVE (bounded, and mostly untouched). */
+__thread bool _hak_os_reserve __attribute__((tls_model("initial-exec")));
+
 void* _hak_os_map(size_t size, void* hint) {
   os_count(os_mmap_calls, 1);
   if (hak_unlikely(os_inject_failure())) {
     errno = ENOMEM;
     return NULL;
   }
-  void* p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | (_hak_os_reserve ? 0 : MAP_NORESERVE);
+  void* p = mmap(hint, size, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p == MAP_FAILED) return NULL;
   os_count(os_mmap_bytes, size);
   os_mapped_add(size);

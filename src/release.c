@@ -57,7 +57,9 @@ void _hak_unmap_large(hak_segment_t* seg) {
 /* A large segment leaves the BigCache: decommit it and park it in the batch;
  * when the batch is full, unmap its older half in one go. */
 void _hak_release_large(hak_segment_t* seg) {
-  if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) {
+  /* parking pays for blocks a later allocation may take; a huge one is
+   * unmapped at once rather than decommitted and unmapped later */
+  if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF || seg->map_size > ((size_t)64 << 20)) {
     _hak_unmap_large(seg);
     return;
   }

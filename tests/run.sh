@@ -34,7 +34,7 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 # On failure: the first lines that look like errors, then the tail of the log.
 show_tail() {
   local hits
-  hits=$(grep -n -E 'FAIL|ERROR|[Ee]rror:|WARNING: .*Sanitizer|runtime error|Invalid (read|write)|Assertion|Segmentation|hakmem: ' "$1" |
+  hits=$(grep -n -E 'FAIL|ERROR|[Ee]rror:|WARNING: .*Sanitizer|runtime error|Invalid (read|write)|Assertion|Segmentation|Aborted|timed out' "$1" |
     head -n 12 || true)
   if [[ -n $hits ]]; then
     echo "    first error lines:"
@@ -55,6 +55,8 @@ selected() {
   (($# == 1)) && return 0
   shift
   for pat in "$@"; do
+    pat=${pat##*/}
+    pat=${pat%.sh}
     case $pat in
       *[*?[]*) [[ $name == $pat ]] && return 0 ;;
       *) [[ $name == *"$pat"* ]] && return 0 ;;

@@ -37,6 +37,8 @@ static size_t opaque(size_t x) {
   __asm__ volatile("" : "+r"(x));
   return x;
 }
+// Keep the compiler from eliding a new/delete pair.
+static void escape(void* p) { __asm__ volatile("" : : "r"(p) : "memory"); }
 
 static void fill(void* p, size_t n, unsigned char v) { memset(p, v, n); }
 static bool filled(const void* p, size_t n, unsigned char v) {
@@ -51,30 +53,36 @@ static void test_operator_forms() {
   static const size_t sizes[] = {1, 8, 16, 24, 100, 1000, 1024, 5000, 70000, 300000, 3 << 20};
   for (size_t n : sizes) {
     void* p = ::operator new(n);
+    escape(p);
     CHECK(p != nullptr && aligned(p, n >= 16 ? 16 : 8) && owned(p));
     fill(p, n, 1);
     CHECK(filled(p, n, 1));
     ::operator delete(p);
 
     p = ::operator new[](n);
+    escape(p);
     CHECK(p != nullptr && owned(p));
     fill(p, n, 2);
     ::operator delete[](p);
 
     p = ::operator new(n, std::nothrow);
+    escape(p);
     CHECK(p != nullptr && owned(p));
     fill(p, n, 3);
     ::operator delete(p, std::nothrow);
 
     p = ::operator new[](n, std::nothrow);
+    escape(p);
     CHECK(p != nullptr && owned(p));
     fill(p, n, 4);
     ::operator delete[](p, std::nothrow);
 
     p = ::operator new(n);
+    escape(p);
     fill(p, n, 5);
     ::operator delete(p, n);  // sized
     p = ::operator new[](n);
+    escape(p);
     fill(p, n, 6);
     ::operator delete[](p, n);  // sized array
   }
@@ -112,6 +120,7 @@ static void test_aligned_forms() {
           case 4: p[f] = ::operator new(n, al); break;
           default: p[f] = ::operator new[](n, al); break;
         }
+        escape(p[f]);
         spacer[f] = new char[8 + f * 8];
         CHECK(p[f] != nullptr && aligned(p[f], a) && owned(p[f]));
         if (p[f] != nullptr && !aligned(p[f], a))
@@ -163,6 +172,7 @@ static void test_failure() {
   bool threw = false;
   try {
     void* p = ::operator new(huge);
+    escape(p);
     ::operator delete(p);
   } catch (const std::bad_alloc&) {
     threw = true;
@@ -171,6 +181,7 @@ static void test_failure() {
   threw = false;
   try {
     void* p = ::operator new[](opaque((size_t)PTRDIFF_MAX + 1));
+    escape(p);
     ::operator delete[](p);
   } catch (const std::bad_alloc&) {
     threw = true;
@@ -179,24 +190,30 @@ static void test_failure() {
   threw = false;
   try {
     void* p = ::operator new(huge, std::align_val_t(64));
+    escape(p);
     ::operator delete(p, std::align_val_t(64));
   } catch (const std::bad_alloc&) {
     threw = true;
   }
   CHECK(threw);
   void* p = ::operator new(huge, std::nothrow);
+  escape(p);
   CHECK(p == nullptr);
   p = ::operator new[](huge, std::nothrow);
+  escape(p);
   CHECK(p == nullptr);
   p = ::operator new(huge, std::align_val_t(4096), std::nothrow);
+  escape(p);
   CHECK(p == nullptr);
   p = ::operator new[](huge, std::align_val_t(32), std::nothrow);
+  escape(p);
   CHECK(p == nullptr);
   // Array new-expression with an overflowing count.
   threw = false;
   try {
     size_t cnt = opaque(SIZE_MAX / 4);
     uint64_t* a = new uint64_t[cnt];
+    escape(a);
     delete[] a;
   } catch (const std::bad_alloc&) {
     threw = true;
@@ -208,6 +225,7 @@ static void test_failure() {
   threw = false;
   try {
     void* q = ::operator new(huge);
+    escape(q);
     ::operator delete(q);
   } catch (const std::bad_alloc&) {
     threw = true;
@@ -217,6 +235,7 @@ static void test_failure() {
   handler_calls = 0;
   std::set_new_handler(one_shot_handler);
   p = ::operator new(huge, std::nothrow);
+  escape(p);
   CHECK(p == nullptr);
   CHECK(handler_calls == 1);
   std::set_new_handler(nullptr);

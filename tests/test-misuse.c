@@ -6,7 +6,9 @@
  * usage: test-misuse MODE   (modes: see the table below) */
 #include "hak_test.h"
 
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 
 static char static_block[128] __attribute__((aligned(64)));
 
@@ -46,6 +48,17 @@ static void double_free_later(size_t n) {
   t_free(ht_opaque_ptr(a));
 }
 
+/* Free p on another thread (announcing it first when `last`). */
+static void* free_on_thread(void* p) {
+  t_free(p);
+  return NULL;
+}
+static void free_elsewhere(void* p) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, free_on_thread, p) != 0) { printf("pthread_create failed\n"); exit(2); }
+  pthread_join(t, NULL);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const char* mode = argc > 1 ? argv[1] : "";
@@ -62,6 +75,43 @@ int main(int argc, char** argv) {
     double_free_later(48);
   } else if (strcmp(mode, "double-free-medium-later") == 0) {
     double_free_later(20 * 1024);
+  } else if (strcmp(mode, "double-free-cross-thread") == 0) {
+    /* freed by its owner, then again by another thread (remote path) */
+    char* p = (char*)t_malloc(80);
+    memset(p, 1, 80);
+    t_free(p);
+    announce(p);
+    free_elsewhere(ht_opaque_ptr(p));
+  } else if (strcmp(mode, "double-free-remote-first") == 0) {
+    /* freed by another thread (remote path), then again by its owner */
+    char* keep = (char*)t_malloc(80);  /* keeps the slab from being empty */
+    char* p = (char*)t_malloc(80);
+    memset(p, 1, 80);
+    free_elsewhere(p);
+    announce(p);
+    t_free(ht_opaque_ptr(p));
+    t_free(keep);
+  } else if (strcmp(mode, "free-interior-medium") == 0) {
+    char* p = (char*)t_malloc(20000);
+    memset(p, 1, 20000);
+    announce(p + 4096);
+    t_free(ht_opaque_ptr(p + 4096));
+  } else if (strcmp(mode, "free-interior-large") == 0) {
+    char* p = (char*)t_malloc(5 << 20);
+    memset(p, 1, 4096);
+    announce(p + 4096);
+    t_free(ht_opaque_ptr(p + 4096));
+  } else if (strcmp(mode, "free-before-block") == 0) {
+    char* p = (char*)t_malloc(64);
+    memset(p, 1, 64);
+    announce(p - 16);
+    t_free(ht_opaque_ptr(p - 16));
+  } else if (strcmp(mode, "free-segment-base") == 0) {
+    /* the 4 MiB-aligned address below a small block: hakmem's metadata */
+    char* p = (char*)t_malloc(64);
+    void* base = (void*)((uintptr_t)p & ~(uintptr_t)((4 << 20) - 1));
+    announce(base);
+    t_free(ht_opaque_ptr(base));
   } else if (strcmp(mode, "free-stack") == 0) {
     announce(stack_block);
     t_free(ht_opaque_ptr(stack_block));
@@ -79,9 +129,36 @@ int main(int argc, char** argv) {
     printf("realloc returned %p\n", q);
   } else {
     fprintf(stderr, "usage: test-misuse double-free-small|double-free-medium|double-free-large|"
-                    "double-free-small-later|double-free-medium-later|free-stack|free-static|free-interior|realloc-invalid\n");
+                    "double-free-small-later|double-free-medium-later|double-free-cross-thread|"
+                    "double-free-remote-first|free-interior-medium|free-interior-large|"
+                    "free-before-block|free-segment-base|free-stack|free-static|free-interior|realloc-invalid\n");
     return 2;
   }
-  printf("survived the misuse (no abort)\n");
+  /* Still here (HAKMEM_INVALID_FREE=warn|ignore): the allocator must not
+   * be corrupted, e.g. a double-freed block must not be handed out twice. */
+  enum { N = 2000 };
+  static char* blk[N];
+  static const size_t sizes[] = {48, 64, 80, 20 * 1024, 4 << 20};
+  int dup = 0;
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    int n = sizes[k] > 100000 ? 8 : N;
+    for (int i = 0; i < n; i++) {
+      blk[i] = (char*)t_malloc(sizes[k]);
+      if (blk[i] == NULL) { printf("malloc failed after the misuse\n"); return 3; }
+      memset(blk[i], 0, 8);
+      memcpy(blk[i], &i, sizeof i);
+    }
+    for (int i = 0; i < n; i++) {
+      int v;
+      memcpy(&v, blk[i], sizeof v);
+      if (v != i) dup++;
+    }
+    for (int i = 0; i < n; i++) t_free(blk[i]);
+  }
+  if (dup) {
+    printf("after the misuse, %d blocks were handed out twice\n", dup);
+    return 3;
+  }
+  printf("survived the misuse (no abort); allocator still consistent\n");
   return 0;
 }

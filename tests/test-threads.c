@@ -57,8 +57,23 @@ static uint64_t* alloc_items(size_t items, ht_rng_t* r) {
   if (items == 0) items = 1;
   if (items <= 1000 && ht_below(r, 100) == 0) items *= 40;  /* medium */
   if (ht_below(r, 10000) == 0) items = 300000 + items; /* large, ~2.4 MiB */
-  uint64_t* p = (uint64_t*)t_malloc(items * sizeof(uint64_t));
-  if (p == NULL) { fail("malloc(%zu) = NULL", items * 8); abort(); }
+  /* mostly malloc; also calloc and aligned blocks, which other threads free */
+  uint64_t* p;
+  uint64_t how = ht_below(r, 16);
+  if (how == 0) {
+    p = (uint64_t*)t_calloc(items, sizeof(uint64_t));
+    if (p != NULL && ht_first_nonzero(p, items * 8) != SIZE_MAX)
+      fail("calloc(%zu, 8) block not zero", items);
+  } else if (how == 1) {
+    void* q = NULL;
+    size_t a = (size_t)64 << ht_below(r, 7);  /* 64 .. 4096 */
+    if (t_posix_memalign(&q, a, items * sizeof(uint64_t)) != 0) q = NULL;
+    if (q != NULL && !ht_aligned(q, a)) fail("posix_memalign(%zu) = %p misaligned", a, q);
+    p = (uint64_t*)q;
+  } else {
+    p = (uint64_t*)t_malloc(items * sizeof(uint64_t));
+  }
+  if (p == NULL) { fail("allocation of %zu bytes = NULL", items * 8); abort(); }
   uint64_t cookie = (uint64_t)(uintptr_t)p ^ COOKIE;
   for (size_t i = 0; i < items; i++) p[i] = (items - i) ^ cookie;
   return p;
@@ -112,6 +127,9 @@ static void free_items(uint64_t* p, const char* where) {
 #define TRANSFERS 1000
 static _Atomic(uint64_t*) transfer[TRANSFERS];
 static FILE* devnull;
+/* one step in this many calls malloc_trim/mallinfo2/hak_os_stats/
+ * hakmem_stats_print ($HT_INTROSPECT_EVERY, default 20000) */
+static uint64_t introspect_every = 20000;
 static int st_scale, st_round;
 
 static void* stress_thread(void* arg) {
@@ -122,7 +140,7 @@ static void* stress_thread(void* arg) {
   uint64_t** retained = NULL;
   long steps = (long)st_scale * 100;
   for (long s = 0; s < steps; s++) {
-    if (ht_below(&r, 20000) == 0) {
+    if (ht_below(&r, introspect_every) == 0) {
       /* introspection and trimming while other threads allocate */
       switch (ht_below(&r, 4)) {
         case 0: t_malloc_trim(0); break;
@@ -181,6 +199,8 @@ static int run_stress(int threads, int rounds, int scale) {
          "through %d transfer slots)\n", threads, rounds, scale, TRANSFERS);
   st_scale = scale;
   devnull = fopen("/dev/null", "w");
+  introspect_every = ht_env_u64("HT_INTROSPECT_EVERY", 20000);
+  if (introspect_every == 0) introspect_every = 1;
   pthread_t* th = (pthread_t*)calloc((size_t)threads, sizeof(pthread_t));
   size_t freed_by_main = 0;
   for (int round = 0; round < rounds; round++) {

@@ -16,7 +16,7 @@
 HT_OUT      := $(BUILD)/tests
 HT_WARN     := -Wall -Wextra -Wno-unused-parameter
 HT_CFLAGS   := -std=gnu11 -g $(HT_WARN) -Iinclude -Itests -pthread
-HT_CXXFLAGS := -std=gnu++17 -g $(HT_WARN) -Iinclude -Itests -pthread
+HT_CXXFLAGS := -std=gnu++17 -fsized-deallocation -g $(HT_WARN) -Iinclude -Itests -pthread
 HT_SANFLAGS := -O1 -fno-omit-frame-pointer -DHT_HAK
 
 HT_F_release  := -O2 -fno-builtin
