@@ -35,22 +35,25 @@ static void write_str(const char* s, size_t n) {
   }
 }
 
-void _hak_message(const char* fmt, ...) {
+/* Format into a stack buffer and write(2) it: no stdio, no allocation. */
+static void vmessage(const char* fmt, va_list ap) {
   char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
   int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
   if (n > 0) write_str(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
-void _hak_fatal(const char* fmt, ...) {
-  char buf[512];
+void _hak_message(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  vmessage(fmt, ap);
   va_end(ap);
-  if (n > 0) write_str(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+void _hak_fatal(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(fmt, ap);
+  va_end(ap);
   abort();
 }
 
