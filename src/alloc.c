@@ -36,7 +36,8 @@ hak_inline void hak_free_inline(void* p, const char* op) {
     _Static_assert(sizeof(hak_slab_t) == 64 && HAK_PAGE_SHIFT == 16, "descriptor arithmetic");
     hak_slab_t* s = (hak_slab_t*)((((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK) + offsetof(hak_segment_t, slabs)) +
                                   (((uintptr_t)p >> (HAK_PAGE_SHIFT - 6)) & ((HAK_PAGES_PER_SEG - 1) << 6)));
-    if (hak_likely(hak_load_relaxed(&s->xowner) == (uintptr_t)h)) {
+    uintptr_t xo = hak_load_relaxed(&s->xowner);
+    if (hak_likely(xo == (uintptr_t)h)) {
       hak_block_t* b = (hak_block_t*)p;
       uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
       if (hak_likely(off < s->bump && hak_is_block_start(s, off) &&
@@ -49,6 +50,14 @@ hak_inline void hak_free_inline(void* p, const char* op) {
         _hak_slab_emptied(h, s);
         return;
       }
+    } else if (xo == ((uintptr_t)h | HAK_OWNER_FULL)) {
+      /* our own full slab, or another thread's (or an exited thread's)
+       * slab: out of line, but without the generic path's lookups */
+      _hak_free_to_full(h, s, p, op);
+      return;
+    } else if (xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL) {
+      _hak_free_remote(s, p, op);
+      return;
     }
   }
   _hak_free_generic(p, op);

@@ -258,7 +258,7 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls) {
 
 static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req) {
   hak_slab_t* s = h->cls[cls].cur;
-  if (s->free == NULL) _hak_heap_release_tick(h);   /* a slow path: time for the release clock */
+  if (s->free == NULL && (++h->refills & 63) == 0) _hak_heap_release_tick(h);   /* the release clock, now and then */
   for (;;) {
     if (s != &_hak_slab_empty) {
       if (slab_refill(s)) break;
@@ -380,6 +380,17 @@ static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t x
   if (--s->used == 0) _hak_slab_emptied(h, s);
 }
 
+/* A free into the caller's own full slab (the page index of p names the
+ * slab's first page, so p lies in its first 64 KiB). */
+void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op) {
+  uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
+  if (!hak_is_block_start(s, off) || off >= hak_slab_limit(s)) {
+    _hak_invalid_pointer(op, p, "not the start of a block");
+    return;
+  }
+  local_free(h, s, (hak_block_t*)p, HAK_OWNER_FULL);
+}
+
 static void remote_free(hak_slab_t* s, hak_block_t* b) {
   if ((size_t)((uint8_t*)b - slab_start(s)) >= __atomic_load_n(&s->bump, __ATOMIC_RELAXED)) {
     _hak_invalid_pointer("free", b, "block was never allocated");
@@ -401,6 +412,17 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
     hak_heap_t* owner = (hak_heap_t*)(xo & ~HAK_OWNER_FLAGS);
     if (hak_load_relaxed(&owner->xremote_hint) == 0) hak_store_relaxed(&owner->xremote_hint, 1);
   }
+}
+
+/* A free into another thread's (or an exited thread's) slab, from the fast
+ * path, which found the slab from p's page: p is in its first 64 KiB. */
+void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
+  uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
+  if (!hak_is_block_start(s, off) || off >= hak_slab_limit(s)) {
+    _hak_invalid_pointer(op, p, "not the start of a block");
+    return;
+  }
+  remote_free(s, (hak_block_t*)p);
 }
 
 void _hak_free_generic(void* p, const char* op) {
