@@ -14,14 +14,7 @@ hak_inline void* hak_malloc_inline(size_t n) {
   else return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
   hak_slab_t* s = h->cls[cls].cur;
   hak_block_t* b = s->free;
-  if (hak_likely(b != NULL)) {
-    s->free = hak_block_next(b);
-    s->used++;
-    b->cookie = 0;
-    hak_counter_inc(&h->cls[cls].nmalloc);
-    if (HAK_SECURE) _hak_secure_alloc(s, b, n);
-    return b;
-  }
+  if (hak_likely(b != NULL)) return hak_slab_pop(h, s, b, cls, n);
   return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
 }
 

@@ -285,13 +285,7 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
     }
     avail_push(h, s);
   }
-  hak_block_t* b = s->free;
-  s->free = hak_block_next(b);
-  s->used++;
-  b->cookie = 0;
-  hak_counter_inc(&h->cls[cls].nmalloc);
-  if (HAK_SECURE) _hak_secure_alloc(s, b, req);
-  return b;
+  return hak_slab_pop(h, s, s->free, cls, req);
 }
 
 /* Smallest class whose blocks are all `align`-aligned (slabs start on 64 KiB

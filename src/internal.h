@@ -222,6 +222,10 @@ extern __thread hak_heap_t* _hak_tls_heap __attribute__((tls_model("initial-exec
 
 hak_inline hak_heap_t* hak_heap_get(void) { return _hak_tls_heap; }
 
+/* Hand out the first free block of slab s (class cls) for a request of req
+ * bytes: the one pop shared by the fast path and the refill path. */
+hak_inline hak_block_t* hak_slab_pop(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, size_t cls, size_t req);
+
 /* ---------------------------------------------------------------- cross-file */
 /* init.c */
 void _hak_process_init(void);
@@ -380,5 +384,14 @@ hak_inline void hak_counter_inc(uint64_t* c) { __atomic_store_n(c, *c + 1, __ATO
 hak_inline void hak_counter_inc(uint64_t* c) { ++*c; }
 #endif
 hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v, __ATOMIC_RELAXED); }
+
+hak_inline hak_block_t* hak_slab_pop(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, size_t cls, size_t req) {
+  s->free = hak_block_next(b);
+  s->used++;
+  b->cookie = 0;
+  hak_counter_inc(&h->cls[cls].nmalloc);
+  if (HAK_SECURE) _hak_secure_alloc(s, b, req);
+  return b;
+}
 
 #endif /* HAK_INTERNAL_H */
