@@ -479,7 +479,15 @@ size_t _hak_usable_size(const void* p, const char* op) {
     return _hak_large_usable(seg);
   }
   hak_slab_t* s = slab_of_checked(seg, p, op);
-  return s ? _hak_secure_usable(s, p) : 0;
+  if (s == NULL) return 0;
+  /* a freed block carries the free cookie (forged only with 2^-64 odds) */
+  const hak_block_t* b = p;
+  if (b->cookie == hak_cookie(b)) {
+    if (op[0] == 'r') _hak_double_free(op, p, s->bsize);   /* realloc of a freed block */
+    else _hak_invalid_pointer(op, p, "block was freed");
+    return 0;
+  }
+  return _hak_secure_usable(s, p);
 }
 
 bool _hak_is_live_block(const void* p) {

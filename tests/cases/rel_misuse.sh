@@ -63,9 +63,9 @@ free_never_carved        | abort | ^hakmem: free\(\): INV
 free_never_carved_thread | abort | ^hakmem: free\(\): INV
 realloc_invalid          | abort | ^hakmem: realloc\(\): INV
 realloc_interior         | abort | ^hakmem: realloc\(\): INV
-realloc_freed            | abort | DF \(size 64\) in (free|realloc)\(\)$
+realloc_freed            | abort | DF \(size 64\) in realloc\(\)$
 usable_invalid           | abort | ^hakmem: malloc_usable_size\(\): INV
-usable_freed             | ok    | usable=64 done
+usable_freed             | abort | ^hakmem: malloc_usable_size\(\): invalid pointer ADDR \(block was freed\)$
 cxx:delete_stack         | abort | ^hakmem: (free|operator delete)\(\): INV
 cxx:delete_array_stack   | abort | ^hakmem: (free|operator delete)\(\): INV
 cxx:delete_twice         | abort | DF \(size 32\) in (free|operator delete)\(\)$
