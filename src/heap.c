@@ -145,10 +145,23 @@ static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
   list_push(&h->full, s);
   atomic_store_explicit(&s->xowner, (uintptr_t)h | HAK_OWNER_FULL, memory_order_seq_cst);
 }
+/* A full slab got a block back.  It goes second in its class list, not
+ * first: the current slab keeps serving while frees gather in this one, so a
+ * slab that gets one block back is not made current only to be found full
+ * again at the next malloc (measured on larson: that ping-pong was most of
+ * the slow-path work). */
 static void slab_unfull(hak_heap_t* h, hak_slab_t* s) {
   list_remove(&h->full, s);
   hak_store_relaxed(&s->xowner, (uintptr_t)h);
-  avail_push(h, s);
+  hak_slab_t* head = h->cls[s->cls].cur;
+  if (head == &_hak_slab_empty) {
+    avail_push(h, s);
+    return;
+  }
+  s->prev = head;
+  s->next = head->next;
+  if (head->next) head->next->prev = s;
+  head->next = s;
 }
 /* Pairs with the remote side (push, then read xowner): either the remote
  * free sees FULL and raises the hint, or we see its block here. */
