@@ -16,7 +16,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$ROOT/scripts/lib/common.sh"
 RUNS=${RUNS:-5}
 ITERS=${ITERS:-2000}
-CONFIGS=${CONFIGS:-"learn cache release decommit prefault default glibc mimalloc jemalloc tcmalloc"}
+CONFIGS=${CONFIGS:-"learn cache release decommit prefault populate default glibc mimalloc jemalloc tcmalloc"}
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
 [[ ${NO_BUILD:-0} == 1 ]] || { make -s -C "$ROOT" all bench-progs >/dev/null || die "build failed"; }
 OUT=${OUTDIR:-$ROOT/results/$(date +%Y%m%d-%H%M%S)-$(hostname)-sites}
@@ -29,7 +29,7 @@ run_one() {   # config -> RESULT line
   local c=$1 pre=() lib
   case $c in
     learn) pre=("LD_PRELOAD=$HAK" HAKMEM_LEARN=1) ;;
-    cache | release | decommit | prefault) pre=("LD_PRELOAD=$HAK" "HAKMEM_LEARN_FORCE=$c") ;;
+    cache | release | decommit | prefault | populate) pre=("LD_PRELOAD=$HAK" "HAKMEM_LEARN_FORCE=$c") ;;
     default) pre=("LD_PRELOAD=$HAK") ;;
     glibc) pre=() ;;
     *) lib=$(alloc_lib "$c") || return 1; pre=("LD_PRELOAD=$lib") ;;
@@ -62,7 +62,7 @@ print("| config | time s (median) | CV % | peak RSS MiB (median) | minor faults 
 print("|---|---|---|---|---|---|")
 for c in cfgs:
     print(f"| {c} | {med[c][0]:.3f} | {cv(data[c][0]):.1f} | {med[c][1]/1024:.1f} | {med[c][2]} | {len(data[c][0])} |")
-fixed = [c for c in ("cache", "release", "decommit", "prefault") if c in med]
+fixed = [c for c in ("cache", "release", "decommit", "prefault", "populate") if c in med]
 if "learn" in med and fixed:
     fastest = min(fixed, key=lambda c: med[c][0]); leanest = min(fixed, key=lambda c: med[c][1])
     tr = med["learn"][0] / med[fastest][0]; rr = med["learn"][1] / med[leanest][1]

@@ -192,7 +192,8 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   void* p = (uint8_t*)seg + seg->large_off;
   if (zero && !seg->large_fresh) memset(p, 0, size);
   seg->prefaulted = 0;
-  if (strategy == HAK_STRAT_PREFAULT && resident_before < size) prefault(seg, p, size);
+  if ((strategy == HAK_STRAT_PREFAULT || strategy == HAK_STRAT_POPULATE) && resident_before < size)
+    prefault(seg, p, size);
   seg->large_fresh = 0;
   seg->site = sidx;
   seg->site_cached = 0;
@@ -241,7 +242,7 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
         seg->site_cached = 0;
         _hak_release_large(seg);
       }
-    } else if (st == HAK_STRAT_RELEASE) {
+    } else if (st == HAK_STRAT_RELEASE || st == HAK_STRAT_POPULATE) {
       _hak_unmap_large(seg);
     } else {
       _hak_release_large(seg);

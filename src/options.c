@@ -11,7 +11,7 @@ static const char* const profile_names[] = {"speed", "balanced", "lean"};
 static const char* const invalid_names[] = {"abort", "warn", "ignore"};
 static const char* const decommit_names[] = {"off", "free", "dontneed"};
 static const char* const thp_names[] = {"never", "auto", "always"};
-static const char* const strategy_names[] = {"none", "cache", "release", "decommit", "prefault"};
+static const char* const strategy_names[] = {"none", "cache", "release", "decommit", "prefault", "populate"};
 
 /* kind token -> parser kind and word list */
 #define KIND_BOOL K_BOOL, NULL

@@ -10,7 +10,8 @@ typedef enum { HAK_DECOMMIT_OFF = 0, HAK_DECOMMIT_FREE = 1, HAK_DECOMMIT_DONTNEE
 typedef enum { HAK_THP_NEVER = 0, HAK_THP_AUTO = 1, HAK_THP_ALWAYS = 2 } hak_thp_t;
 /* Call-site strategies for freed large blocks (site.c). */
 typedef enum {
-  HAK_STRAT_CACHE = 0, HAK_STRAT_RELEASE = 1, HAK_STRAT_DECOMMIT = 2, HAK_STRAT_PREFAULT = 3, HAK_STRAT_COUNT = 4
+  HAK_STRAT_CACHE = 0, HAK_STRAT_RELEASE = 1, HAK_STRAT_DECOMMIT = 2, HAK_STRAT_PREFAULT = 3, HAK_STRAT_POPULATE = 4,
+  HAK_STRAT_COUNT = 5
 } hak_strategy_t;
 
 /* X(ID, name, kind, speed, balanced, lean, min, max, doc)
@@ -50,8 +51,8 @@ typedef enum {
     "episodes a site needs before it leaves the default strategy") \
   X(LEARN_BYTE_COST, "HAKMEM_LEARN_BYTE_COST", INT, 2000, 200000, 20000000, 0, LLONG_MAX, \
     "learning: cost of keeping 1 MiB resident for 1 s, in ns of allocator time") \
-  X(LEARN_FORCE,  "HAKMEM_LEARN_FORCE",  ENUM_STRATEGY, 0, 0, 0, 0, 4, \
-    "one strategy for every site, no learning: none | cache | release | decommit | prefault") \
+  X(LEARN_FORCE,  "HAKMEM_LEARN_FORCE",  ENUM_STRATEGY, 0, 0, 0, 0, 5, \
+    "one strategy for every site, no learning: none | cache | release | decommit | prefault | populate") \
   X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \
     "testing: after this many mmap calls, fail the next ones with ENOMEM (0 = off)") \
   X(FAIL_MMAP_COUNT, "HAKMEM_FAIL_MMAP_COUNT", INT, 0, 0, 0, 0, LLONG_MAX, \

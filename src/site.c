@@ -8,8 +8,10 @@
  *   paths do not change at all.
  * - Strategies for a freed block: keep it in the BigCache (the site's share
  *   of it is bounded by a learned ring size), release it to the OS at once,
- *   keep the mapping but decommit it, or keep it and pre-fault the pages of
- *   new blocks of this site (for sites whose blocks are fully touched).
+ *   keep the mapping but decommit it, keep it and pre-fault the pages of
+ *   new blocks of this site (for sites whose blocks are fully touched), or
+ *   pre-fault new blocks and release freed ones ("populate": big buffers
+ *   written once, not worth keeping, cheaper faulted in one call).
  * - Learning: each free starts an episode that the site's next allocation
  *   closes; its cost is the time spent in the allocator, the page faults the
  *   allocation will take (estimated from how much of the site's blocks are
@@ -63,7 +65,7 @@ static hak_site_t site_tab[HAK_SITES];
 static _Atomic(uint64_t) site_clock;      /* large operations so far */
 static _Atomic(size_t) site_used;
 
-static const char* const strat_names[HAK_STRAT_COUNT] = {"cache", "release", "decommit", "prefault"};
+static const char* const strat_names[HAK_STRAT_COUNT] = {"cache", "release", "decommit", "prefault", "populate"};
 const char* _hak_strategy_name(int s) { return s >= 0 && s < HAK_STRAT_COUNT ? strat_names[s] : "?"; }
 
 static uint64_t now_ns(void) {
@@ -154,9 +156,9 @@ static void choose(hak_site_t* s, uintptr_t ra) {
   if (best != old) {
     s->changes++;
     if (hak_opt(LEARN_LOG))
-      _hak_message("hakmem: learn: site %p: %s -> %s after %llu episodes (cost us: cache %.1f release %.1f decommit %.1f prefault %.1f)\n",
+      _hak_message("hakmem: learn: site %p: %s -> %s after %llu episodes (cost us: cache %.1f release %.1f decommit %.1f prefault %.1f populate %.1f)\n",
                    (void*)ra, strat_names[old], strat_names[best], (unsigned long long)s->episodes,
-                   s->cost[0] / 1e3, s->cost[1] / 1e3, s->cost[2] / 1e3, s->cost[3] / 1e3);
+                   s->cost[0] / 1e3, s->cost[1] / 1e3, s->cost[2] / 1e3, s->cost[3] / 1e3, s->cost[4] / 1e3);
   }
 }
 
