@@ -73,7 +73,8 @@ HAK_EXPORT long long hak_option_get(const char* name);
 
 /* Call-site learning (HAKMEM_LEARN): the call site (return address of the
  * public entry point) recorded for the large block p, or NULL; and the
- * strategy a site plays now: 0 cache, 1 release, 2 decommit, 3 prefault, or
+ * strategy a site plays now: 0 cache, 1 release, 2 decommit, 3 prefault,
+ * 4 populate, or
  * -1 for a site hakmem has not seen.  Sites are tracked while learning, a
  * forced strategy or statistics are on. */
 HAK_EXPORT void* hak_block_site(const void* p);
