@@ -133,6 +133,7 @@ static void fork_parent(void) {
   _hak_heaps_fork_parent();
 }
 static void fork_child(void) {
+  _hak_sites_fork_child();
   _hak_release_fork_child();
   _hak_bigcache_fork_child();
   _hak_large_fork_child();

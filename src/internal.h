@@ -313,6 +313,7 @@ void _hak_site_uncached(uint32_t idx);
 size_t _hak_sites_used(void);
 size_t _hak_sites_report(char* buf, size_t cap, int top);
 int  _hak_site_strategy_of(uintptr_t ra);
+void _hak_sites_fork_child(void);
 const char* _hak_strategy_name(int s);
 void _hak_unmap_large(hak_segment_t* seg);
 

@@ -292,6 +292,13 @@ void _hak_site_uncached(uint32_t idx) {
   site_unlock(s);
 }
 
+/* In a fork child only the forking thread exists: a site lock another thread
+ * held at the fork would never be released, so every lock is reset (the
+ * statistics it guarded may be mid-update; they are only statistics). */
+void _hak_sites_fork_child(void) {
+  for (int i = 0; i < HAK_SITES; i++) hak_store_relaxed(&site_tab[i].lock, 0);
+}
+
 /* ---------------------------------------------------------------- queries */
 hak_api void* hak_block_site(const void* p) {
   if (p == NULL || !hak_segmap_contains(p)) return NULL;
