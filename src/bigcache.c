@@ -54,11 +54,16 @@ size_t _hak_bigcache_map_size(size_t need) {
 
 static uint64_t max_bytes(void) { return (uint64_t)hak_opt(BIGCACHE_MAX_MB) << 20; }
 
-/* What a cached block holds resident: its touched extent, not its mapping
- * (which has headroom that was never touched). */
-static size_t resident(const hak_segment_t* seg) {
-  size_t r = hak_align_up(HAK_LARGE_HDR + seg->large_peak, HAK_OS_PAGE);
-  return r < seg->map_size ? r : seg->map_size;
+static size_t resident(const hak_segment_t* seg) { return hak_large_resident(seg); }
+
+/* Take entry i out of class c's ring (lock held). */
+static hak_segment_t* bc_remove_locked(size_t c, size_t i) {
+  hak_segment_t* seg = bc_ring[c][i].seg;
+  memmove(&bc_ring[c][i], &bc_ring[c][i + 1], sizeof(bc_entry_t) * (size_t)(bc_count[c] - i - 1));
+  bc_count[c]--;
+  bc_total_entries--;
+  atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
+  return seg;
 }
 
 /* A block left the cache: its site's share shrinks. */
@@ -97,13 +102,7 @@ hak_segment_t* _hak_bigcache_take(size_t need) {
       }
     }
   }
-  if (bc < BC_CLASSES) {
-    seg = bc_ring[bc][bi].seg;
-    memmove(&bc_ring[bc][bi], &bc_ring[bc][bi + 1], sizeof(bc_entry_t) * (size_t)(bc_count[bc] - bi - 1));
-    bc_count[bc]--;
-    bc_total_entries--;
-  }
-  if (seg) atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
+  if (bc < BC_CLASSES) seg = bc_remove_locked(bc, bi);
   pthread_mutex_unlock(&bc_lock);
   atomic_fetch_add_explicit(seg ? &bc_hits : &bc_misses, 1, memory_order_relaxed);
   if (seg) bc_left(seg);
@@ -119,12 +118,7 @@ static void bc_evict_oldest_locked(hak_segment_t** out, size_t* nout, size_t cap
       best = c;
     }
   if (best == BC_CLASSES || *nout >= cap) return;
-  hak_segment_t* seg = bc_ring[best][0].seg;
-  memmove(&bc_ring[best][0], &bc_ring[best][1], sizeof(bc_entry_t) * (size_t)(bc_count[best] - 1));
-  bc_count[best]--;
-  bc_total_entries--;
-  atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
-  out[(*nout)++] = seg;
+  out[(*nout)++] = bc_remove_locked(best, 0);
 }
 
 /* Keep a freed large segment; false when it is not cacheable (the caller
@@ -137,14 +131,7 @@ bool _hak_bigcache_put(hak_segment_t* seg) {
   size_t nev = 0;
   uint64_t now = _hak_clock_ms();
   pthread_mutex_lock(&bc_lock);
-  if (bc_count[k] == BC_WAYS) {
-    hak_segment_t* old = bc_ring[k][0].seg;
-    memmove(&bc_ring[k][0], &bc_ring[k][1], sizeof(bc_entry_t) * (BC_WAYS - 1));
-    bc_count[k]--;
-    bc_total_entries--;
-    atomic_fetch_sub_explicit(&bc_bytes, resident(old), memory_order_relaxed);
-    evicted[nev++] = old;
-  }
+  if (bc_count[k] == BC_WAYS) evicted[nev++] = bc_remove_locked(k, 0);
   while (hak_load_relaxed(&bc_bytes) + resident(seg) > limit && bc_total_entries > 0 && nev < 16)
     bc_evict_oldest_locked(evicted, &nev, 16);
   bool ok = hak_load_relaxed(&bc_bytes) + resident(seg) <= limit;
@@ -173,14 +160,7 @@ void _hak_bigcache_expire(uint64_t max_age_ms) {
     size_t nev = 0;
     pthread_mutex_lock(&bc_lock);
     for (size_t c = 0; c < BC_CLASSES && nev < 16; c++) {
-      while (bc_count[c] && nev < 16 && now - bc_ring[c][0].t_ms >= max_age_ms) {
-        hak_segment_t* seg = bc_ring[c][0].seg;
-        memmove(&bc_ring[c][0], &bc_ring[c][1], sizeof(bc_entry_t) * (size_t)(bc_count[c] - 1));
-        bc_count[c]--;
-        bc_total_entries--;
-        atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
-        evicted[nev++] = seg;
-      }
+      while (bc_count[c] && nev < 16 && now - bc_ring[c][0].t_ms >= max_age_ms) evicted[nev++] = bc_remove_locked(c, 0);
     }
     pthread_mutex_unlock(&bc_lock);
     if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);

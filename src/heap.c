@@ -387,15 +387,18 @@ static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t x
   if (--s->used == 0) _hak_slab_emptied(h, s);
 }
 
-/* A free into the caller's own full slab (the page index of p names the
- * slab's first page, so p lies in its first 64 KiB). */
-void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op) {
+/* For the fast path's two out-of-line exits: the page index of p named the
+ * slab's first page, so p lies in its first 64 KiB; is it a block start? */
+static bool head_page_block(hak_slab_t* s, const void* p, const char* op) {
   uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
-  if (!hak_is_block_start(s, off) || off >= hak_slab_limit(s)) {
-    _hak_invalid_pointer(op, p, "not the start of a block");
-    return;
-  }
-  local_free(h, s, (hak_block_t*)p, HAK_OWNER_FULL);
+  if (hak_is_block_start(s, off) && off < hak_slab_limit(s)) return true;
+  _hak_invalid_pointer(op, p, "not the start of a block");
+  return false;
+}
+
+/* A free into the caller's own full slab. */
+void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op) {
+  if (head_page_block(s, p, op)) local_free(h, s, (hak_block_t*)p, HAK_OWNER_FULL);
 }
 
 static void remote_free(hak_slab_t* s, hak_block_t* b) {
@@ -421,15 +424,9 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
   }
 }
 
-/* A free into another thread's (or an exited thread's) slab, from the fast
- * path, which found the slab from p's page: p is in its first 64 KiB. */
+/* A free into another thread's (or an exited thread's) slab. */
 void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
-  uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
-  if (!hak_is_block_start(s, off) || off >= hak_slab_limit(s)) {
-    _hak_invalid_pointer(op, p, "not the start of a block");
-    return;
-  }
-  remote_free(s, (hak_block_t*)p);
+  if (head_page_block(s, p, op)) remote_free(s, (hak_block_t*)p);
 }
 
 void _hak_free_generic(void* p, const char* op) {

@@ -258,6 +258,10 @@ void  _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg);
 /* segment.c */
 hak_segment_t* _hak_segment_alloc(size_t map_size, size_t align_off_min, hak_seg_kind_t kind);
 void  _hak_segment_free(hak_segment_t* seg);
+void  _hak_segment_unmap(hak_segment_t* seg);
+/* Slab pages of a fresh small segment: all but page 0 (the header) and, in
+ * secure mode, the last (a guard). */
+#define HAK_SMALL_FREE_PAGES (~(uint64_t)1 & ~((uint64_t)HAK_SECURE << 63))
 void  _hak_segmap_set(hak_segment_t* seg, bool on);
 hak_segment_t* _hak_abandoned_pop(void);
 void  _hak_abandoned_push(hak_segment_t* seg);
@@ -305,7 +309,7 @@ hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
 #define HAK_SITES 1024
 #define HAK_SITE_NONE HAK_SITES
 uint32_t _hak_site_index(uintptr_t ra);
-int  _hak_site_before_alloc(uint32_t idx, size_t size, uint64_t* t0);
+int  _hak_site_before_alloc(uint32_t idx, uint64_t* t0);
 void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before);
 int  _hak_site_on_free(hak_segment_t* seg, uint64_t* t0);
 void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident);
@@ -366,6 +370,14 @@ extern _Atomic(uint64_t) _hak_stat_large_allocs, _hak_stat_large_frees;
 extern _Atomic(uint64_t) _hak_stat_large_bytes, _hak_stat_large_peak_bytes;
 
 hak_inline size_t hak_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
+/* What a large block's mapping holds resident: its touched extent (the
+ * largest size it served, after the header), not its whole mapping, which has
+ * headroom that was never touched. */
+hak_inline size_t hak_large_resident(const hak_segment_t* seg) {
+  size_t r = hak_align_up(HAK_LARGE_HDR + seg->large_peak, HAK_OS_PAGE);
+  return r < seg->map_size ? r : seg->map_size;
+}
 
 /* Statistics counters written by their owner thread and read by others (the
  * report, which tolerates a stale value).  A relaxed atomic store costs a

@@ -59,7 +59,6 @@ static void* huge_aligned_alloc(size_t size, size_t align) {
     return NULL;
   }
   seg->kind = HAK_SEG_LARGE;
-  seg->used_pages = 0;
   seg->dirty_pages = 0;
   seg->map_size = map;
   seg->large_off = align;
@@ -109,9 +108,6 @@ static void large_thp(hak_segment_t* seg) {
 #endif
 }
 
-/* A large block: from the BigCache (resident pages, no syscall), else from
- * the release batch (decommitted but mapped), else a new mapping rounded up
- * to its BigCache class so it can be reused for any size of that class. */
 /* Call-site tracking is on with learning, a forced strategy, or statistics. */
 static bool sites_on(void) { return hak_opt(LEARN) || hak_opt(LEARN_FORCE) || hak_opt(STATS); }
 
@@ -127,6 +123,9 @@ static void prefault(hak_segment_t* seg, void* p, size_t size) {
   seg->prefaulted = 1;
 }
 
+/* A large block: from the BigCache (resident pages, no syscall), else from
+ * the release batch (decommitted but mapped), else a new mapping rounded up
+ * to its BigCache class so it can be reused for any size of that class. */
 void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   if (align > HAK_MAX_ALIGN_SEG) {
     void* p = huge_aligned_alloc(size, align);   /* fresh mapping: already zero */
@@ -138,7 +137,7 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   uint64_t t0 = 0;
   if (sites_on()) {
     sidx = _hak_site_index(site);
-    strategy = _hak_site_before_alloc(sidx, size, &t0);
+    strategy = _hak_site_before_alloc(sidx, &t0);
   }
   size_t off = align > HAK_LARGE_HDR ? align : HAK_LARGE_HDR;
   size_t need;
@@ -234,7 +233,7 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     uint32_t sidx = seg->site;
     int st = _hak_site_on_free(seg, &t0);
     bool cached = false;
-    size_t resident = hak_align_up(HAK_LARGE_HDR + seg->large_peak, HAK_OS_PAGE);
+    size_t resident = hak_large_resident(seg);
     if (st == HAK_STRAT_CACHE || st == HAK_STRAT_PREFAULT) {
       seg->site_cached = 1;
       cached = _hak_bigcache_put(seg);

@@ -48,10 +48,8 @@ static size_t batch_n;
 static _Atomic(size_t) batch_count;
 
 void _hak_unmap_large(hak_segment_t* seg) {
-  _hak_segmap_set(seg, false);
-  atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&rel_unmapped_blocks, 1, memory_order_relaxed);
-  _hak_os_unmap(seg, seg->map_size);
+  _hak_segment_unmap(seg);
 }
 
 /* A large segment leaves the BigCache: decommit it and park it in the batch;

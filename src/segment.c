@@ -62,8 +62,7 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
   if (kind == HAK_SEG_LARGE) seg->dirty_pages = 0;   /* small: cached pages keep their state */
   seg->kind = kind;
   seg->used_pages = 0;
-  /* page 0 is the header; in secure mode the last page is a guard */
-  seg->free_pages = kind == HAK_SEG_SMALL ? (~(uint64_t)1 & ~((uint64_t)HAK_SECURE << 63)) : 0;
+  seg->free_pages = kind == HAK_SEG_SMALL ? HAK_SMALL_FREE_PAGES : 0;
   seg->heap = NULL;
   seg->next = seg->prev = NULL;
   seg->map_size = map_size;
@@ -72,7 +71,9 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
   return seg;
 }
 
-static void seg_unmap(hak_segment_t* seg) {
+/* Unmap a segment (small or large) and forget it: segment map, counts, and
+ * the empty memory it still held. */
+void _hak_segment_unmap(hak_segment_t* seg) {
   if (seg->dirty_pages)
     atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(seg->dirty_pages) << HAK_PAGE_SHIFT,
                               memory_order_relaxed);
@@ -81,17 +82,21 @@ static void seg_unmap(hak_segment_t* seg) {
   _hak_os_unmap(seg, seg->map_size);
 }
 
+static void seg_cache_push(hak_segment_t* seg) {
+  pthread_mutex_lock(&seg_lock);
+  seg->heap = NULL;
+  seg->next = seg_cache;
+  seg_cache = seg;
+  atomic_fetch_add_explicit(&_hak_seg_cached, 1, memory_order_relaxed);
+  pthread_mutex_unlock(&seg_lock);
+}
+
 void _hak_segment_free(hak_segment_t* seg) {
   if (seg->kind == HAK_SEG_SMALL && hak_load_relaxed(&_hak_seg_cached) < (size_t)hak_opt(SEG_CACHE)) {
-    pthread_mutex_lock(&seg_lock);
-    seg->heap = NULL;
-    seg->next = seg_cache;
-    seg_cache = seg;
-    atomic_fetch_add_explicit(&_hak_seg_cached, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&seg_lock);
+    seg_cache_push(seg);
     return;
   }
-  seg_unmap(seg);
+  _hak_segment_unmap(seg);
 }
 
 /* Unmap cached empty segments beyond `keep`. */
@@ -106,7 +111,7 @@ void _hak_segment_cache_trim(size_t keep) {
     }
     pthread_mutex_unlock(&seg_lock);
     if (seg == NULL) return;
-    seg_unmap(seg);
+    _hak_segment_unmap(seg);
   }
 }
 
@@ -131,15 +136,11 @@ void _hak_segments_prewarm(size_t bytes) {
     seg->kind = HAK_SEG_SMALL;
     seg->map_size = HAK_SEG_SIZE;
     if (HAK_SECURE) _hak_secure_segment_guards(seg);
-    seg->free_pages = ~(uint64_t)1 & ~((uint64_t)HAK_SECURE << 63);
+    seg->free_pages = HAK_SMALL_FREE_PAGES;
     seg->dirty_pages = seg->free_pages;
     seg->dirty_since = _hak_clock_ms();
     atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(seg->dirty_pages) << HAK_PAGE_SHIFT, memory_order_relaxed);
-    pthread_mutex_lock(&seg_lock);
-    seg->next = seg_cache;
-    seg_cache = seg;
-    atomic_fetch_add_explicit(&_hak_seg_cached, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&seg_lock);
+    seg_cache_push(seg);
   }
 }
 

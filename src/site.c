@@ -89,6 +89,23 @@ static uint64_t splitmix(uint64_t* x) {
 
 /* The profile's behaviour (keep freed blocks in the BigCache), or the
  * strategy HAKMEM_LEARN_FORCE names (1-based there: 0 is none). */
+/* Moving average that starts at its first sample. */
+static void ewma(double* x, double v, double w) { *x = *x == 0 ? v : (1 - w) * *x + w * v; }
+
+/* The oldest open episode of a site (lock held, nfifo > 0). */
+static site_episode_t fifo_pop(hak_site_t* s) {
+  site_episode_t e = s->fifo[0];
+  memmove(&s->fifo[0], &s->fifo[1], sizeof(site_episode_t) * (size_t)(s->nfifo - 1));
+  s->nfifo--;
+  return e;
+}
+
+/* Fold an episode's cost into its strategy's rating (weight w). */
+static void rate(hak_site_t* s, int k, double cost, double w) {
+  s->cost[k] = s->tries[k] == 0 ? cost : (1 - w) * s->cost[k] + w * cost;
+  s->tries[k]++;
+}
+
 static int default_strategy(void) {
   long long f = hak_opt(LEARN_FORCE);
   return f > 0 ? (int)(f - 1) : HAK_STRAT_CACHE;
@@ -165,13 +182,12 @@ static void choose(hak_site_t* s, uintptr_t ra) {
 /* ---------------------------------------------------------------- hooks */
 
 /* Before a large allocation at site `idx`: the strategy to apply. */
-int _hak_site_before_alloc(uint32_t idx, size_t size, uint64_t* t0) {
+int _hak_site_before_alloc(uint32_t idx, uint64_t* t0) {
   hak_site_t* s = &site_tab[idx];
   *t0 = now_ns();
   site_lock(s);
   int st = learning() ? s->strategy : default_strategy();
   site_unlock(s);
-  (void)size;
   return st;
 }
 
@@ -188,13 +204,10 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
   if (size < s->min_size) s->min_size = size;
   if (size > s->max_size) s->max_size = size;
   if (s->streak) {
-    s->streak_ewma = s->streak_ewma == 0 ? s->streak : 0.9 * s->streak_ewma + 0.1 * s->streak;
+    ewma(&s->streak_ewma, s->streak, 0.1);
     s->streak = 0;
   }
-  if (s->last_free_clock) {
-    double d = (double)(clock - s->last_free_clock);
-    s->reuse_ewma = s->reuse_ewma == 0 ? d : 0.9 * s->reuse_ewma + 0.1 * d;
-  }
+  if (s->last_free_clock) ewma(&s->reuse_ewma, (double)(clock - s->last_free_clock), 0.1);
   /* faults this block will take: the touched share of it beyond what was resident */
   double touch = s->samples ? s->touch_ewma : 1.0;
   double want = touch * (double)size;
@@ -202,15 +215,11 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
   if (seg->prefaulted) faults = 0;   /* taken inside the allocator, already in (t1 - t0) */
   s->faults_est += (uint64_t)faults;
   if (learning() && s->nfifo) {
-    site_episode_t e = s->fifo[0];
-    memmove(&s->fifo[0], &s->fifo[1], sizeof(site_episode_t) * (size_t)(s->nfifo - 1));
-    s->nfifo--;
+    site_episode_t e = fifo_pop(s);
     double held_s = (double)(t1 - e.t_ns) * 1e-9;
     double cost = (double)(t1 - t0) + faults * FAULT_NS + (double)e.free_ns +
                   byte_weight() * ((double)e.resident / 1048576.0) * held_s;
-    int k = e.strategy;
-    s->cost[k] = s->tries[k] == 0 ? cost : 0.9 * s->cost[k] + 0.1 * cost;
-    s->tries[k]++;
+    rate(s, e.strategy, cost, 0.1);
     s->episodes++;
     choose(s, hak_load_relaxed(&s->key));
   }
@@ -242,8 +251,7 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
   s->frees++;
   s->streak++;
   s->last_free_clock = clock;
-  double life = (double)(clock - seg->site_clock);
-  s->life_ewma = s->life_ewma == 0 ? life : 0.9 * s->life_ewma + 0.1 * life;
+  ewma(&s->life_ewma, (double)(clock - seg->site_clock), 0.1);
   if (touched >= 0) {
     s->touch_ewma = s->samples ? 0.8 * s->touch_ewma + 0.2 * touched : touched;
     s->samples++;
@@ -267,13 +275,9 @@ void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t reside
   if (resident) s->cached++;
   if (learning()) {
     if (s->nfifo == SITE_FIFO) {   /* the oldest never saw a reuse: close it on retention alone */
-      site_episode_t e = s->fifo[0];
-      memmove(&s->fifo[0], &s->fifo[1], sizeof(site_episode_t) * (SITE_FIFO - 1));
-      s->nfifo--;
+      site_episode_t e = fifo_pop(s);
       double cost = (double)e.free_ns + byte_weight() * ((double)e.resident / 1048576.0) * (double)(t1 - e.t_ns) * 1e-9;
-      int k = e.strategy;
-      s->cost[k] = s->tries[k] == 0 ? cost : 0.8 * s->cost[k] + 0.2 * cost;
-      s->tries[k]++;
+      rate(s, e.strategy, cost, 0.2);
     }
     site_episode_t* e = &s->fifo[s->nfifo++];
     e->strategy = (uint8_t)strategy;
