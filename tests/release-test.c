@@ -12,18 +12,8 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-#include "hakmem.h"
+#include "hak_test.h"   /* CHECKF, ht_failures; standard names (hakmem is malloc) */
 
-static int failures;
-#define CHECK(c, ...)                                                     \
-  do {                                                                    \
-    if (!(c)) {                                                           \
-      failures++;                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);        \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fputc('\n', stderr);                                                \
-    }                                                                     \
-  } while (0)
 
 static size_t rss_kb(void) {
   FILE* f = fopen("/proc/self/statm", "r");
@@ -80,9 +70,9 @@ static void t_bigcache_hit(void) {
     touch(q, n);
     free(q);
   }
-  CHECK(os_calls() == calls, "os calls grew by %zu", os_calls() - calls);
-  CHECK(minflt() - flt < 16, "page faults %ld", minflt() - flt);
-  CHECK(stat_value("bigcache:", "hits") >= 200, "hits %llu", stat_value("bigcache:", "hits"));
+  CHECKF(os_calls() == calls, "os calls grew by %zu", os_calls() - calls);
+  CHECKF(minflt() - flt < 16, "page faults %ld", minflt() - flt);
+  CHECKF(stat_value("bigcache:", "hits") >= 200, "hits %llu", stat_value("bigcache:", "hits"));
 }
 
 /* the cache is bounded by HAKMEM_BIGCACHE_MAX_MB (the script sets 32) */
@@ -95,8 +85,8 @@ static void t_bigcache_bound(void) {
   }
   for (int i = 0; i < N; i++) free(p[i]);
   unsigned long long bytes = stat_value("bigcache:", "bytes");
-  CHECK(bytes <= (32ull << 20), "cached %llu bytes", bytes);
-  CHECK(stat_value("bigcache:", "evictions") > 0, "no evictions");
+  CHECKF(bytes <= (32ull << 20), "cached %llu bytes", bytes);
+  CHECKF(stat_value("bigcache:", "evictions") > 0, "no evictions");
 }
 
 /* with BIGCACHE_MAX_MB=0 and DECOMMIT=dontneed a freed block is decommitted:
@@ -109,16 +99,16 @@ static void t_batch_dontneed(void) {
   size_t during = rss_kb();
   free(p);
   size_t after = rss_kb();
-  CHECK(during > before + 7 * 1024, "rss did not grow (%zu -> %zu)", before, during);
-  CHECK(after + 7 * 1024 < during, "rss did not fall (%zu -> %zu)", during, after);
+  CHECKF(during > before + 7 * 1024, "rss did not grow (%zu -> %zu)", before, during);
+  CHECKF(after + 7 * 1024 < during, "rss did not fall (%zu -> %zu)", during, after);
   unsigned char* q = malloc(n);
   if (q == p) {
     size_t nonzero = 0;
     for (size_t i = 0; i < n; i += 512) nonzero += q[i] != 0;
-    CHECK(nonzero == 0, "%zu stale bytes in a reused decommitted block", nonzero);
+    CHECKF(nonzero == 0, "%zu stale bytes in a reused decommitted block", nonzero);
   }
   free(q);
-  CHECK(stat_value("release:", "decommits") >= 1, "no decommit");
+  CHECKF(stat_value("release:", "decommits") >= 1, "no decommit");
 }
 
 /* calloc of a reused (dirty) large block is zero */
@@ -131,7 +121,7 @@ static void t_calloc_reuse(void) {
     unsigned char* q = calloc(1, n);
     for (size_t k = 0; k < n; k++)
       if (q[k]) {
-        CHECK(0, "calloc byte %zu of %zu is %d", k, n, q[k]);
+        CHECKF(0, "calloc byte %zu of %zu is %d", k, n, q[k]);
         break;
       }
     free(q);
@@ -159,7 +149,7 @@ static void t_rss_return(int trim) {
     touch(large[i], n);
   }
   size_t peak = rss_kb();
-  CHECK(peak > start + 900 * 1024, "live set too small: %zu KiB", peak - start);
+  CHECKF(peak > start + 900 * 1024, "live set too small: %zu KiB", peak - start);
   for (size_t i = 0; i < nsmall; i++) free(small[(i * 7919) % nsmall]);   /* scattered */
   for (size_t i = 0; i < nlarge; i++) free(large[i]);
   free(small);
@@ -183,7 +173,7 @@ static void t_rss_return(int trim) {
     }
   }
   printf("rss: start %zu KiB, peak %zu KiB, after %zu KiB, bound %zu KiB\n", start, peak, now, bound);
-  CHECK(now <= bound, "rss %zu KiB above %zu KiB", now, bound);
+  CHECKF(now <= bound, "rss %zu KiB above %zu KiB", now, bound);
 }
 
 /* OS calls per op in a steady mixed run (the library's own counters) */
@@ -205,7 +195,7 @@ static void t_steady_calls(void) {
   }
   size_t d = os_calls() - calls0;
   printf("steady: %zu OS calls in %ld ops\n", d, ops - ops / 4);
-  CHECK(d == 0, "%zu OS memory calls in steady state", d);
+  CHECKF(d == 0, "%zu OS memory calls in steady state", d);
   for (int k = 0; k < WS; k++) free(slot[k]);
 }
 
@@ -213,12 +203,12 @@ static void t_steady_calls(void) {
 static void t_thp(void) {
   for (size_t n = 1u << 20; n <= (64u << 20); n *= 2) {
     char* p = malloc(n);
-    CHECK(((uintptr_t)p & 15) == 0, "align");
+    CHECKF(((uintptr_t)p & 15) == 0, "align");
     memset(p, 7, n);
     p = realloc(p, n * 3 / 2);
-    CHECK(p && p[n - 1] == 7 && p[0] == 7, "realloc content");
+    CHECKF(p && p[n - 1] == 7 && p[0] == 7, "realloc content");
     void* a = NULL;
-    CHECK(posix_memalign(&a, 2u << 20, n) == 0 && ((uintptr_t)a & ((2u << 20) - 1)) == 0, "2 MiB alignment");
+    CHECKF(posix_memalign(&a, 2u << 20, n) == 0 && ((uintptr_t)a & ((2u << 20) - 1)) == 0, "2 MiB alignment");
     free(a);
     free(p);
   }
@@ -229,8 +219,8 @@ static void t_profile(const char* want_profile, const char* name, long long want
   long long prof = hak_option_get("HAKMEM_PROFILE");
   long long v = hak_option_get(name);
   printf("profile=%lld %s=%lld\n", prof, name, v);
-  CHECK(prof == atoll(want_profile), "profile %lld", prof);
-  CHECK(v == want, "%s = %lld, want %lld", name, v, want);
+  CHECKF(prof == atoll(want_profile), "profile %lld", prof);
+  CHECKF(v == want, "%s = %lld, want %lld", name, v, want);
 }
 
 int main(int argc, char** argv) {
@@ -248,6 +238,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: release-test SCENARIO\n");
     return 2;
   }
-  printf("%s: %s\n", t, failures ? "FAILED" : "ok");
-  return failures ? 1 : 0;
+  printf("%s: %s\n", t, ht_failures ? "FAILED" : "ok");
+  return ht_failures ? 1 : 0;
 }

@@ -17,26 +17,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "hakmem.h"
-
 #ifdef SITE_TSAN
-#define MALLOC hak_malloc
-#define FREE hak_free
-#else
-#define MALLOC malloc
-#define FREE free
+#define HT_HAK   /* hak_ names: the TSan build of the library has no malloc override */
 #endif
+#include "hak_test.h"   /* CHECKF, ht_failures, t_malloc/t_free */
+#define MALLOC t_malloc
+#define FREE t_free
 
-static int failures;
-#define CHECK(c, ...)                                              \
-  do {                                                             \
-    if (!(c)) {                                                    \
-      failures++;                                                  \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-      fprintf(stderr, __VA_ARGS__);                                \
-      fputc('\n', stderr);                                         \
-    }                                                              \
-  } while (0)
 
 #define BIG (1u << 20)
 
@@ -54,22 +41,22 @@ static void t_identity(void) {
   void* sa1 = hak_block_site(a1);
   void* sa2 = hak_block_site(a2);
   void* sb = hak_block_site(b);
-  CHECK(sa1 != NULL, "no site recorded");
-  CHECK(sa1 == sa2, "same call site, two identities %p %p", sa1, sa2);
-  CHECK(sa1 != sb, "two call sites, one identity %p", sa1);
+  CHECKF(sa1 != NULL, "no site recorded");
+  CHECKF(sa1 == sa2, "same call site, two identities %p %p", sa1, sa2);
+  CHECKF(sa1 != sb, "two call sites, one identity %p", sa1);
   /* the identity is the user's code, not an internal frame of hakmem */
-  CHECK((uintptr_t)sa1 > (uintptr_t)site_a && (uintptr_t)sa1 < (uintptr_t)site_a + 64, "site %p not in site_a %p", sa1,
+  CHECKF((uintptr_t)sa1 > (uintptr_t)site_a && (uintptr_t)sa1 < (uintptr_t)site_a + 64, "site %p not in site_a %p", sa1,
         (void*)site_a);
-  CHECK((uintptr_t)sb > (uintptr_t)site_b && (uintptr_t)sb < (uintptr_t)site_b + 64, "site %p not in site_b", sb);
+  CHECKF((uintptr_t)sb > (uintptr_t)site_b && (uintptr_t)sb < (uintptr_t)site_b + 64, "site %p not in site_b", sb);
   void* sc = hak_block_site(c);
   void* sr = hak_block_site(r);
-  CHECK((uintptr_t)sc > (uintptr_t)site_calloc && (uintptr_t)sc < (uintptr_t)site_calloc + 64, "calloc site %p", sc);
-  CHECK((uintptr_t)sr > (uintptr_t)site_realloc && (uintptr_t)sr < (uintptr_t)site_realloc + 64, "realloc site %p", sr);
-  CHECK(hak_block_site(malloc(64)) == NULL, "small blocks have no site");
+  CHECKF((uintptr_t)sc > (uintptr_t)site_calloc && (uintptr_t)sc < (uintptr_t)site_calloc + 64, "calloc site %p", sc);
+  CHECKF((uintptr_t)sr > (uintptr_t)site_realloc && (uintptr_t)sr < (uintptr_t)site_realloc + 64, "realloc site %p", sr);
+  CHECKF(hak_block_site(malloc(64)) == NULL, "small blocks have no site");
   FREE(a1), FREE(a2), FREE(b), FREE(c), FREE(r);
   /* stable across frees and reuse */
   void* a3 = site_a();
-  CHECK(hak_block_site(a3) == sa1, "identity changed after reuse");
+  CHECKF(hak_block_site(a3) == sa1, "identity changed after reuse");
   FREE(a3);
 }
 
@@ -79,7 +66,7 @@ static void t_bounded(void) {
 #if defined(__x86_64__)
   enum { N = 100000, STUB = 32 };
   uint8_t* code = mmap(NULL, (size_t)N * STUB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  CHECK(code != MAP_FAILED, "mmap");
+  CHECKF(code != MAP_FAILED, "mmap");
   uint64_t fn = (uint64_t)(uintptr_t)&malloc;
   for (int i = 0; i < N; i++) {
     uint8_t* p = code + (size_t)i * STUB;
@@ -93,13 +80,13 @@ static void t_bounded(void) {
     p[21] = 0x48, p[22] = 0x83, p[23] = 0xC4, p[24] = 0x08;   /* add rsp,8 */
     p[25] = 0xC3;                                         /* ret */
   }
-  CHECK(mprotect(code, (size_t)N * STUB, PROT_READ | PROT_EXEC) == 0, "mprotect");
+  CHECKF(mprotect(code, (size_t)N * STUB, PROT_READ | PROT_EXEC) == 0, "mprotect");
   hak_os_stats_t before;
   hak_os_stats(&before);
   for (int i = 0; i < N; i++) {
     void* (*stub)(void) = (void* (*)(void))(void*)(code + (size_t)i * STUB);
     void* q = stub();
-    CHECK(q != NULL, "malloc from stub %d", i);
+    CHECKF(q != NULL, "malloc from stub %d", i);
     if (q == NULL) break;
     memset(q, 1, 4096);
     FREE(q);
@@ -108,7 +95,7 @@ static void t_bounded(void) {
   hak_os_stats(&after);
   /* the site table is static: mapping must not grow with the number of sites */
   printf("bounded: mapped before %zu after %zu\n", before.mapped_bytes, after.mapped_bytes);
-  CHECK(after.mapped_bytes <= before.mapped_bytes + (64u << 20), "mapped grew by %zu",
+  CHECKF(after.mapped_bytes <= before.mapped_bytes + (64u << 20), "mapped grew by %zu",
         after.mapped_bytes - before.mapped_bytes);
   munmap(code, (size_t)N * STUB);
 #endif
@@ -127,7 +114,7 @@ static void t_converge_cache(void) {
   printf("converge_cache: strategy %d\n", st);
   /* cache and prefault both keep the block (prefault differs only for a
    * fresh mapping, which a hot site never gets): either is right */
-  CHECK(st == 0 || st == 3, "hot reuse site plays %d, want 0 (cache) or 3 (prefault)", st);
+  CHECKF(st == 0 || st == 3, "hot reuse site plays %d, want 0 (cache) or 3 (prefault)", st);
 }
 
 __attribute__((noinline)) static void* huge_site(size_t n) { return MALLOC(n); }
@@ -143,7 +130,7 @@ static void t_converge_release(void) {
   }
   int st = hak_site_strategy(site);
   printf("converge_release: strategy %d\n", st);
-  CHECK(st == 1 || st == 2 || st == 4, "huge long-kept site plays %d, want 1 (release), 2 (decommit) or 4 (populate)", st);
+  CHECKF(st == 1 || st == 2 || st == 4, "huge long-kept site plays %d, want 1 (release), 2 (decommit) or 4 (populate)", st);
 }
 
 static void t_off(void) {
@@ -203,6 +190,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: site-test SCENARIO\n");
     return 2;
   }
-  printf("%s: %s\n", t, failures ? "FAILED" : "ok");
-  return failures ? 1 : 0;
+  printf("%s: %s\n", t, ht_failures ? "FAILED" : "ok");
+  return ht_failures ? 1 : 0;
 }

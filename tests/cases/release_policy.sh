@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s all >/dev/null
 mkdir -p build/tests
-cc -O2 -fno-builtin -std=gnu11 -Iinclude tests/release-test.c build/libhakmem.a -pthread -o build/tests/release-test
+cc -O2 -fno-builtin -std=gnu11 -Iinclude -Itests tests/release-test.c build/libhakmem.a -pthread -o build/tests/release-test
 T=build/tests/release-test
 run() { echo "+ $*"; env -u HAKMEM_PROFILE "$@"; }
 

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s all tsan >/dev/null
 mkdir -p build/tests
-cc -O1 -fno-builtin -fno-omit-frame-pointer -std=gnu11 -Iinclude tests/site-test.c build/libhakmem.a -pthread -o build/tests/site-test
+cc -O1 -fno-builtin -fno-omit-frame-pointer -std=gnu11 -Iinclude -Itests tests/site-test.c build/libhakmem.a -pthread -o build/tests/site-test
 T=build/tests/site-test
 run() { echo "+ $*"; env -u HAKMEM_PROFILE "$@"; }
 
@@ -49,9 +49,9 @@ c++ -O1 -fno-omit-frame-pointer -Iinclude build/tests/site-cxx.cc build/libhakme
 run HAKMEM_LEARN=1 build/tests/site-cxx
 
 # threads under TSan (hak_ names, TSan build of the library)
-if clang -fsanitize=thread -O1 -g -std=gnu11 -DSITE_TSAN -Iinclude tests/site-test.c build/tsan/libhakmem.a -pthread \
+if clang -fsanitize=thread -O1 -g -std=gnu11 -DSITE_TSAN -Iinclude -Itests tests/site-test.c build/tsan/libhakmem.a -pthread \
      -o build/tests/site-test-tsan 2>/dev/null ||
-   gcc -fsanitize=thread -O1 -g -std=gnu11 -DSITE_TSAN -Iinclude tests/site-test.c build/tsan/libhakmem.a -pthread \
+   gcc -fsanitize=thread -O1 -g -std=gnu11 -DSITE_TSAN -Iinclude -Itests tests/site-test.c build/tsan/libhakmem.a -pthread \
      -o build/tests/site-test-tsan; then
   run TSAN_OPTIONS="halt_on_error=1 exitcode=66" HAKMEM_LEARN=1 build/tests/site-test-tsan threads
 else
