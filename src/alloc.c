@@ -20,7 +20,8 @@ hak_inline void* hak_malloc_inline(size_t n) {
 
 /* One test for the common case: the block's slab is owned by this thread's
  * heap and not full.  The block must also be a block start (division-free
- * modulo), already carved, and not carry the free cookie. */
+ * modulo), already carved, and not carry the free cookie (secure build: its
+ * trailer must say live and its canary be intact, internal.h). */
 hak_inline void hak_free_inline(void* p, const char* op) {
   if (hak_likely(hak_segmap_contains(p))) {
     hak_heap_t* h = hak_heap_get();
@@ -34,10 +35,10 @@ hak_inline void hak_free_inline(void* p, const char* op) {
       hak_block_t* b = (hak_block_t*)p;
       uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
       if (hak_likely(off < s->bump && hak_is_block_start(s, off) &&
-                     b->cookie != hak_cookie(b))) {
-        if (HAK_SECURE) _hak_secure_free(s, b, op);
+                     (HAK_SECURE ? hak_secure_free_ok(s, b) : b->cookie != hak_cookie(b)))) {
+        if (HAK_SECURE) hak_secure_free_fill(s, b);
         hak_block_set_next(b, s->free);
-        b->cookie = hak_cookie(b);
+        if (!HAK_SECURE) b->cookie = hak_cookie(b);
         s->free = b;
         if (hak_likely(--s->used != 0)) return;
         _hak_slab_emptied(h, s);

@@ -25,7 +25,7 @@ const uint8_t _hak_class_pages[HAK_NCLASSES] = {
     1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 16, 16, 16, 16};
 const uint8_t _hak_class_small[HAK_SMALL_FAST_MAX / 16 + 1] = {
 #define S1(k) (uint8_t)((k) <= 8 ? ((k) == 0 ? 0 : (k) - 1) : 0)
-    0, 0, 1, 2, 3, 4, 5, 6, 7,                    /* 0..128 */
+    HAK_SECURE, HAK_SECURE, 1, 2, 3, 4, 5, 6, 7,  /* 0..128 (secure: no 16-byte class) */
     8, 8, 9, 9, 10, 10, 11, 11,                   /* 144..256 */
     12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15,   /* ..512 */
     16, 16, 16, 16, 16, 16, 16, 16, 17, 17, 17, 17, 17, 17, 17, 17,
@@ -106,18 +106,15 @@ static bool slab_extend(hak_slab_t* s) {
   uint8_t* p = slab_start(s) + s->bump;
   /* remote frees read bump to reject never-carved blocks: publish atomically */
   __atomic_store_n(&s->bump, s->bump + count * bsize, __ATOMIC_RELAXED);
-  if (HAK_SECURE) {   /* random order, each block filled as if freed */
+  if (HAK_SECURE) {   /* random order, each block filled and marked as if freed */
     void* v[256];   /* count <= 4096 / 16 */
     for (uint32_t i = 0; i < count; i++) {
       v[i] = p + (size_t)i * bsize;
       _hak_secure_carve_fill(v[i], bsize);
     }
     _hak_secure_shuffle(v, count);
-    for (uint32_t i = 0; i < count; i++) {
-      hak_block_t* b = v[i];
-      hak_block_set_next(b, i + 1 < count ? (hak_block_t*)v[i + 1] : s->free);
-      b->cookie = hak_cookie(b);
-    }
+    for (uint32_t i = 0; i < count; i++)
+      hak_block_set_next((hak_block_t*)v[i], i + 1 < count ? (hak_block_t*)v[i + 1] : s->free);
     s->free = v[0];
     return true;
   }
@@ -326,6 +323,7 @@ void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uintptr_t si
   if (align <= 16) {
     if (need > HAK_MEDIUM_MAX) return _hak_large_alloc(size, 16, false, site);
     cls = hak_class_of(need);
+    if (HAK_SECURE && cls == 0) cls = 1;   /* no 16-byte class (internal.h) */
   } else {
     cls = aligned_class(need, align);
     if (cls == HAK_NCLASSES) return _hak_large_alloc(size, align, false, site);
@@ -368,7 +366,7 @@ static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
 /* Owner frees into its own slab on the generic path: full slab, emptied slab,
  * or a cookie hit that must be confirmed. */
 static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t xo) {
-  if (b->cookie == hak_cookie(b)) {
+  if (!HAK_SECURE && b->cookie == hak_cookie(b)) {   /* secure: the trailer decides, below */
     slab_collect(s);
     if (slab_free_list_contains(s, b)) {
       _hak_double_free("free", b, s->bsize);
@@ -382,7 +380,7 @@ static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t x
   if (HAK_SECURE) _hak_secure_free(s, b, "free");
   if (xo & HAK_OWNER_FULL) slab_unfull(h, s);
   hak_block_set_next(b, s->free);
-  b->cookie = hak_cookie(b);
+  if (!HAK_SECURE) b->cookie = hak_cookie(b);
   s->free = b;
   if (--s->used == 0) _hak_slab_emptied(h, s);
 }
@@ -406,12 +404,15 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
     _hak_invalid_pointer("free", b, "block was never allocated");
     return;
   }
-  if (b->cookie == hak_cookie(b)) {
-    _hak_double_free("free", b, s->bsize);
-    return;
+  if (HAK_SECURE) {
+    _hak_secure_free_remote(s, b, "free");   /* claims the trailer atomically */
+  } else {
+    if (b->cookie == hak_cookie(b)) {
+      _hak_double_free("free", b, s->bsize);
+      return;
+    }
+    b->cookie = hak_cookie(b);
   }
-  if (HAK_SECURE) _hak_secure_free_remote(s, b, "free");
-  b->cookie = hak_cookie(b);
   hak_block_t* head = hak_load_relaxed(&s->xthread_free);
   do {
     hak_block_set_next(b, head);
@@ -490,14 +491,21 @@ size_t _hak_usable_size(const void* p, const char* op) {
   }
   hak_slab_t* s = slab_of_checked(seg, p, op);
   if (s == NULL) return 0;
-  /* a freed block carries the free cookie (forged only with 2^-64 odds) */
+  /* a freed block carries the free cookie (forged only with 2^-64 odds);
+   * secure: its trailer says freed */
   const hak_block_t* b = p;
-  if (b->cookie == hak_cookie(b)) {
+  size_t usable;
+  int st = HAK_SECURE ? _hak_secure_state(s, p, &usable) : HAK_SEC_LIVE;
+  if (HAK_SECURE ? st != HAK_SEC_LIVE : b->cookie == hak_cookie(b)) {
+    if (st == HAK_SEC_BROKEN)
+      _hak_fatal("hakmem: heap overflow detected at the end of block %p (size %u): trailer overwritten, in %s()\n",
+                 p, s->bsize, op);
     if (op[0] == 'r') _hak_double_free(op, p, s->bsize);   /* realloc of a freed block */
     else _hak_invalid_pointer(op, p, "block was freed");
     return 0;
   }
-  return _hak_secure_usable(s, p);
+  if (!HAK_SECURE) usable = s->bsize;
+  return usable;
 }
 
 bool _hak_is_live_block(const void* p) {
@@ -520,6 +528,8 @@ bool _hak_is_live_block(const void* p) {
   if (off >= hak_slab_limit(s) || !hak_is_block_start(s, off)) return false;
   if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)hak_heap_get() && off >= s->bump) return false;
   const hak_block_t* b = p;
+  size_t req;
+  if (HAK_SECURE) return _hak_secure_state((hak_slab_t*)s, p, &req) == HAK_SEC_LIVE;
   return b->cookie != hak_cookie(b);
 }
 

@@ -99,7 +99,7 @@ hak_inline uintptr_t hak_cookie(const void* b) { return (uintptr_t)b ^ _hak_cook
 #ifndef HAK_SECURE
 #define HAK_SECURE 0
 #endif
-#define HAK_TRAILER (HAK_SECURE ? 8 : 0)   /* secure: size + check word after each small block */
+#define HAK_TRAILER (HAK_SECURE ? 8 : 0)   /* secure: the trailer word after each small block */
 
 /* Free-list links: plain, or (secure) encoded with a per-process secret and
  * the block's own address, so a forged or overwritten link decodes to
@@ -109,8 +109,9 @@ hak_noreturn void _hak_list_corrupt(const void* b);
 hak_inline hak_block_t* hak_block_next(const hak_block_t* b) {
   if (HAK_SECURE) {
     uintptr_t n = (uintptr_t)b->next ^ _hak_list_key ^ (uintptr_t)b;
-    /* a link leads to NULL or into the same SuperSlab */
-    if (hak_unlikely(n != 0 && ((n ^ (uintptr_t)b) >> 22) != 0)) _hak_list_corrupt(b);
+    /* a link leads into the same SuperSlab or is NULL (tested second: the
+     * end of a list is the rare case) */
+    if (hak_unlikely(((n ^ (uintptr_t)b) >> HAK_SEG_SHIFT) != 0) && n != 0) _hak_list_corrupt(b);
     return (hak_block_t*)n;
   }
   return b->next;
@@ -284,26 +285,31 @@ void  _hak_large_fork_prepare(void);
 void  _hak_large_fork_parent(void);
 void  _hak_large_fork_child(void);
 
-/* secure.c (no-ops in the default build) */
+/* secure.c (no-ops in the default build).  The per-operation checks are
+ * inline (below, after the slab helpers); secure.c holds the rare paths. */
+hak_noreturn void _hak_secure_pop_bad(hak_slab_t* s, void* b);   /* referenced only when HAK_SECURE */
 #if HAK_SECURE
-void _hak_secure_alloc(hak_slab_t* s, void* b, size_t req);
 void _hak_secure_free(hak_slab_t* s, void* b, const char* op);
 void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op);
 void _hak_secure_collected(hak_slab_t* s, void* b);
-size_t _hak_secure_usable(hak_slab_t* s, const void* b);
+int  _hak_secure_state(hak_slab_t* s, const void* b, size_t* req);
 void _hak_secure_carve_fill(void* b, uint32_t bsize);
 void _hak_secure_shuffle(void** v, size_t n);
 void _hak_secure_segment_guards(hak_segment_t* seg);
 #else
-hak_inline void _hak_secure_alloc(hak_slab_t* s, void* b, size_t req) { (void)s, (void)b, (void)req; }
 hak_inline void _hak_secure_free(hak_slab_t* s, void* b, const char* op) { (void)s, (void)b, (void)op; }
 hak_inline void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) { (void)s, (void)b, (void)op; }
 hak_inline void _hak_secure_collected(hak_slab_t* s, void* b) { (void)s, (void)b; }
-hak_inline size_t _hak_secure_usable(hak_slab_t* s, const void* b) { (void)b; return s->bsize; }
+hak_inline int _hak_secure_state(hak_slab_t* s, const void* b, size_t* req) { (void)b; *req = s->bsize; return 0; }
 hak_inline void _hak_secure_carve_fill(void* b, uint32_t bsize) { (void)b, (void)bsize; }
 hak_inline void _hak_secure_shuffle(void** v, size_t n) { (void)v, (void)n; }
 hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
 #endif
+/* _hak_secure_state: what a small block's trailer says */
+#define HAK_SEC_LIVE    0     /* allocated; *req = the requested size */
+#define HAK_SEC_FREE    1     /* on a free list (or freshly carved) */
+#define HAK_SEC_REMOTE  2     /* freed by another thread, not yet collected */
+#define HAK_SEC_BROKEN  3     /* overwritten */
 
 /* site.c */
 #define HAK_SITES 1024
@@ -398,12 +404,64 @@ hak_inline void hak_counter_inc(uint64_t* c) { ++*c; }
 #endif
 hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v, __ATOMIC_RELAXED); }
 
+/* ---------------------------------------------------------------- secure mode, per operation
+ * A small block of the secure build (the smallest class is 32 bytes there):
+ *   free:  [0,8) encoded link, [8,24) fill 0xDF, last 8 bytes: the trailer,
+ *          = cookie (address ^ secret);
+ *   live:  [0,req) the caller's, [req, min(req+7, bsize-8)) canary 0xCA,
+ *          trailer = cookie + req + 1.
+ * The trailer is the block's state: only the allocator writes it (it lies
+ * beyond the request), so a free whose trailer does not decode to a
+ * request size is a double free (trailer == cookie) or an overflow, exactly,
+ * on every free.  A forged trailer passes with odds of bsize / 2^64.  The
+ * checks are a few loads and compares inline; every failure goes out of line
+ * (secure.c), which classifies and reports. */
+#define HAK_SEC_FILL64   0xDFDFDFDFDFDFDFDFull
+#define HAK_SEC_CANARY64 0xCACACACACACACACAull
+hak_inline uint64_t hak_load64(const void* p) { uint64_t v; memcpy(&v, p, 8); return v; }
+hak_inline void hak_store64(void* p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* malloc: the block must still look freed (fill and trailer intact: a write
+ * after free, or a block handed out twice, is caught here); then its canary
+ * and trailer are written. */
+hak_inline void hak_secure_pop(hak_slab_t* s, hak_block_t* b, size_t req) {
+  uint8_t* p = (uint8_t*)b;
+  uint8_t* t = p + s->bsize - 8;
+  uintptr_t c = hak_cookie(b);
+  if (hak_unlikely(((hak_load64(p + 8) ^ HAK_SEC_FILL64) | (hak_load64(p + 16) ^ HAK_SEC_FILL64) |
+                    (hak_load64(t) ^ c)) != 0))
+    _hak_secure_pop_bad(s, b);
+  hak_store64(p + req, HAK_SEC_CANARY64);   /* before the trailer: may overlap it */
+  hak_store64(t, c + req + 1);
+}
+
+/* free, owner fast path: the trailer decodes to a request size and the
+ * canary (up to 7 bytes after the request) is intact.  False sends the free
+ * to the generic path, which reports. */
+hak_inline bool hak_secure_free_ok(const hak_slab_t* s, const hak_block_t* b) {
+  const uint8_t* p = (const uint8_t*)b;
+  uint64_t lim = s->bsize - 8;
+  uint64_t req = hak_load64(p + lim) - hak_cookie(b) - 1;
+  if (req > lim) return false;
+  uint64_t slack = lim - req;
+  uint64_t y = hak_load64(p + req) ^ HAK_SEC_CANARY64;   /* in the block: req + 8 <= bsize */
+  unsigned m = slack < 7 ? (unsigned)slack : 7;          /* canary bytes: the low m of y */
+  return ((y << 8) << (56 - 8 * m)) == 0;
+}
+/* free: fill, and mark the trailer free. */
+hak_inline void hak_secure_free_fill(const hak_slab_t* s, hak_block_t* b) {
+  uint8_t* p = (uint8_t*)b;
+  hak_store64(p + 8, HAK_SEC_FILL64);
+  hak_store64(p + 16, HAK_SEC_FILL64);
+  hak_store64(p + s->bsize - 8, hak_cookie(b));
+}
+
 hak_inline hak_block_t* hak_slab_pop(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, size_t cls, size_t req) {
   s->free = hak_block_next(b);
   s->used++;
-  b->cookie = 0;
+  if (HAK_SECURE) hak_secure_pop(s, b, req);
+  else b->cookie = 0;
   hak_counter_inc(&h->cls[cls].nmalloc);
-  if (HAK_SECURE) _hak_secure_alloc(s, b, req);
   return b;
 }
 

@@ -1,157 +1,109 @@
 /* Secure mode (the libhakmem-secure.so build, HAK_SECURE=1): stronger misuse
  * detection at a measured cost, without touching the default build.
- * - every small block has an allocation bit in its SuperSlab's page 0: a free
- *   of a block whose bit is clear is a double free, on any thread, always;
- * - every small block ends with a trailer (requested size, check word) and
- *   the slack between the request and the trailer is filled: an overflow of
- *   even one byte is found when the block is freed;
- * - freed blocks are filled, and the fill is checked when the block is handed
- *   out again (a write after free into its first bytes is found);
+ * - every small block ends with a trailer word that is its state: the
+ *   cookie (address ^ secret) while free, cookie + request + 1 while live.
+ *   Only the allocator writes it, so every free knows exactly whether the
+ *   block is live (a double free, on any thread, always) and where the
+ *   request ends; the slack right after the request holds a canary, checked
+ *   on free (an overflow of even one byte is found);
+ * - freed blocks are filled after their link, and the fill and the trailer
+ *   are checked when the block is handed out again (a write after free);
  * - free-list links are encoded (internal.h), blocks are carved in random
  *   order, SuperSlabs carry guard pages, large blocks end at a guard page.
+ * The per-operation checks are inline in internal.h (a handful of loads and
+ * compares on lines the operation touches anyway); this file holds what runs
+ * rarely: carving, remote frees, and the classification of a failed check.
  * Compiled (and called) only when HAK_SECURE is 1. */
 #include "internal.h"
 #include <sys/mman.h>
 
 #if HAK_SECURE
-#define FILL_FREE  0xDF
-#define FILL_SLACK 0xCA
-#define BITMAP_OFF 8192
-#define BITMAP_BYTES 512   /* 4096 blocks: the most a slab holds */
-#define UAF_BYTES  32      /* bytes after the link words filled on free, verified on reuse */
-#define CANARY_BYTES 8     /* slack bytes right after the request that are checked */
-#define FILL_FREE64  0xDFDFDFDFDFDFDFDFull
-#define FILL_SLACK64 0xCACACACACACACACAull
+#define FILL_FREE   0xDF
+#define FILL_SLACK  0xCA
+#define FILL_OFF    8      /* the free fill: bytes [8, 24) of a free block */
+#define FILL_END    24
+#define CANARY_MAX  7      /* canary bytes after the request (the rest of the slack is not checked) */
+#define REMOTE_TAG  ((uintptr_t)0x5ECF)   /* trailer = cookie ^ this: freed remotely, not yet collected */
 
-_Static_assert(BITMAP_OFF + HAK_PAGES_PER_SEG * BITMAP_BYTES <= HAK_PAGE_SIZE - HAK_OS_PAGE, "bitmaps in page 0");
-_Static_assert(sizeof(hak_segment_t) <= BITMAP_OFF, "header below the bitmaps");
+_Static_assert(FILL_END <= 32 - 8, "fill and trailer fit the smallest secure block");
 
-/* The allocation bits of a slab.  Only the owner thread touches them (a
- * remote free is checked by the cookie and cleared when the owner collects
- * it), so they need no atomics. */
-static uint64_t* slab_bitmap(hak_slab_t* s) {
-  hak_segment_t* seg = hak_segment_of(s);
-  size_t idx = (size_t)(s - seg->slabs);
-  return (uint64_t*)((uint8_t*)seg + BITMAP_OFF + idx * BITMAP_BYTES);
-}
-static size_t block_index(hak_slab_t* s, const void* b) {
-  hak_segment_t* seg = hak_segment_of(s);
-  uint64_t off = (uint64_t)((uintptr_t)b - ((uintptr_t)seg + ((size_t)(s - seg->slabs) << HAK_PAGE_SHIFT)));
-  return (size_t)(((unsigned __int128)off * s->recip) >> 64);   /* exact for off < 2^32 */
-}
-static uint32_t* trailer(hak_slab_t* s, void* b) { return (uint32_t*)((uint8_t*)b + s->bsize - 8); }
-static uint32_t trailer_check(const void* b, uint32_t req) {
-  uint64_t x = (_hak_cookie_key ^ (uintptr_t)b) * 0x9E3779B97F4A7C15ull ^ req;
-  return (uint32_t)(x >> 32) ^ (uint32_t)x;
+static uint64_t* trailer(const hak_slab_t* s, const void* b) { return (uint64_t*)((uint8_t*)b + s->bsize - 8); }
+
+int _hak_secure_state(hak_slab_t* s, const void* b, size_t* req) {
+  uint64_t t = hak_load64(trailer(s, b)), c = hak_cookie(b);
+  if (t == c) return HAK_SEC_FREE;
+  if (t == (c ^ REMOTE_TAG)) return HAK_SEC_REMOTE;
+  if (t - c - 1 > s->bsize - 8) return HAK_SEC_BROKEN;
+  *req = (size_t)(t - c - 1);
+  return HAK_SEC_LIVE;
 }
 
-/* Fill [from, to) with 0xCA, and check it. */
-static void slack_fill(uint8_t* from, uint8_t* to) {
-  while (from < to && ((uintptr_t)from & 7)) *from++ = FILL_SLACK;
-  while (from + 8 <= to) { memcpy(from, &(uint64_t){FILL_SLACK64}, 8); from += 8; }
-  while (from < to) *from++ = FILL_SLACK;
-}
-static const uint8_t* slack_bad(const uint8_t* from, const uint8_t* to) {
-  while (from < to && ((uintptr_t)from & 7)) { if (*from != FILL_SLACK) return from; from++; }
-  while (from + 8 <= to) {
-    uint64_t w;
-    memcpy(&w, from, 8);
-    if (w != FILL_SLACK64) break;
-    from += 8;
-  }
-  for (; from < to; from++) if (*from != FILL_SLACK) return from;
-  return NULL;
-}
-static size_t uaf_end(const hak_slab_t* s) { return s->bsize - 8 < 16 + UAF_BYTES ? s->bsize - 8 : 16 + UAF_BYTES; }
-
-/* The canary: up to CANARY_BYTES of slack right after the request; beyond
- * that, an overflow reaches the trailer, which is checked too. */
-static uint8_t* canary_end(uint8_t* from, uint32_t* t) {
-  return (uint8_t*)t - from > CANARY_BYTES ? from + CANARY_BYTES : (uint8_t*)t;
-}
-static void set_trailer(hak_slab_t* s, void* b, size_t req) {
-  uint32_t* t = trailer(s, b);
-  t[0] = (uint32_t)req;
-  t[1] = trailer_check(b, (uint32_t)req);
-  uint8_t* from = (uint8_t*)b + req;
-  uint8_t* to = canary_end(from, t);
-  if (to - from == 8) memcpy(from, &(uint64_t){FILL_SLACK64}, 8);
-  else slack_fill(from, to);
+/* A fast-path check failed at malloc: say what was found. */
+void _hak_secure_pop_bad(hak_slab_t* s, void* b) {
+  size_t req;
+  if (_hak_secure_state(s, b, &req) == HAK_SEC_LIVE)
+    _hak_fatal("hakmem: heap corruption: block %p handed out twice (free list corrupted)\n", b);
+  size_t k = FILL_OFF;
+  while (k < FILL_END && ((uint8_t*)b)[k] == FILL_FREE) k++;
+  if (k == FILL_END) k = s->bsize - 8;   /* the fill is intact: the trailer was written */
+  _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", b, s->bsize, k);
 }
 
-/* Owner only (malloc paths). */
-void _hak_secure_alloc(hak_slab_t* s, void* b, size_t req) {
-  size_t i = block_index(s, b);
-  uint64_t bit = (uint64_t)1 << (i & 63);
-  uint64_t* w = &slab_bitmap(s)[i >> 6];
-  if (*w & bit) _hak_fatal("hakmem: heap corruption: block %p handed out twice (free list corrupted)\n", b);
-  *w |= bit;
-  /* a freed or freshly carved block carries the free fill after its link words */
-  size_t end = uaf_end(s);
-  for (size_t k = 16; k + 8 <= end; k += 8) {
-    uint64_t v;
-    memcpy(&v, (uint8_t*)b + k, 8);
-    if (v != FILL_FREE64)
-      _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", b, s->bsize, k);
-  }
-  set_trailer(s, b, req);
-}
-
-/* Checks common to every free: trailer and slack intact; then the fill. */
-static void check_and_fill(hak_slab_t* s, void* b, const char* op) {
-  uint32_t* t = trailer(s, b);
-  uint32_t req = t[0];
-  if (req > s->bsize - 8 || t[1] != trailer_check(b, req))
-    _hak_fatal("hakmem: heap overflow detected at the end of block %p (size %u): trailer overwritten, in %s()\n",
-               b, s->bsize, op);
-  uint8_t* from = (uint8_t*)b + req;
-  uint8_t* to = canary_end(from, t);
-  uint64_t w;
-  const uint8_t* bad = NULL;
-  if (to - from == 8) {
-    memcpy(&w, from, 8);
-    if (w != FILL_SLACK64) bad = slack_bad(from, to);
-  } else {
-    bad = slack_bad(from, to);
-  }
-  if (bad)
-    _hak_fatal("hakmem: heap overflow detected in block %p: byte %zu past its %u requested bytes, in %s()\n", b,
-               (size_t)(bad - ((uint8_t*)b + req)), req, op);
-  size_t end = uaf_end(s);
-  for (size_t k = 16; k + 8 <= end; k += 8) memcpy((uint8_t*)b + k, &(uint64_t){FILL_FREE64}, 8);
-}
-
-/* Owner free: the allocation bit says exactly whether the block is live. */
-void _hak_secure_free(hak_slab_t* s, void* b, const char* op) {
-  size_t i = block_index(s, b);
-  uint64_t bit = (uint64_t)1 << (i & 63);
-  uint64_t* w = &slab_bitmap(s)[i >> 6];
-  if (!(*w & bit)) {
+/* Every check of a free, with a message for each failure, given the trailer
+ * value t.  Returns only if the block was live and intact. */
+static void check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
+  uint64_t c = hak_cookie(b), lim = s->bsize - 8;
+  if (t == c || t == (c ^ REMOTE_TAG)) {
     _hak_double_free(op, b, s->bsize);
     _hak_fatal("hakmem: double free of %p (size %u) in %s()\n", b, s->bsize, op);   /* secure: never continue */
   }
-  *w &= ~bit;
-  check_and_fill(s, b, op);
+  uint64_t req = t - c - 1;
+  if (req > lim)
+    _hak_fatal("hakmem: heap overflow detected at the end of block %p (size %u): trailer overwritten, in %s()\n",
+               b, s->bsize, op);
+  const uint8_t* from = (uint8_t*)b + req;
+  size_t n = lim - req < CANARY_MAX ? lim - req : CANARY_MAX;
+  for (size_t k = 0; k < n; k++)
+    if (from[k] != FILL_SLACK)
+      _hak_fatal("hakmem: heap overflow detected in block %p: byte %zu past its %u requested bytes, in %s()\n", b,
+                 k, (unsigned)req, op);
 }
 
-/* Remote free: checked now, its bit cleared by the owner when it collects. */
-void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) { check_and_fill(s, b, op); }
+static void fill(hak_slab_t* s, void* b) {
+  memset((uint8_t*)b + FILL_OFF, FILL_FREE, FILL_END - FILL_OFF);
+  (void)s;
+}
 
-/* Owner collects remote frees: clear their bits (a clear bit is a double free). */
+/* Owner free off the fast path (full slab, emptied slab, or a failed fast
+ * check, which this reports). */
+void _hak_secure_free(hak_slab_t* s, void* b, const char* op) {
+  check_live(s, b, hak_load64(trailer(s, b)), op);
+  fill(s, b);
+  hak_store64(trailer(s, b), hak_cookie(b));
+}
+
+/* Remote free: claim the trailer with one atomic exchange, so two threads
+ * freeing the same block cannot both pass; the owner turns the remote mark
+ * into the free mark when it collects (a block it finds without the mark
+ * was freed twice). */
+void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) {
+  uint64_t t = __atomic_exchange_n(trailer(s, b), hak_cookie(b) ^ REMOTE_TAG, __ATOMIC_RELAXED);
+  check_live(s, b, t, op);
+  fill(s, b);
+}
+
+/* Owner collects remote frees. */
 void _hak_secure_collected(hak_slab_t* s, void* b) {
-  size_t i = block_index(s, b);
-  uint64_t bit = (uint64_t)1 << (i & 63);
-  uint64_t* w = &slab_bitmap(s)[i >> 6];
-  if (!(*w & bit)) _hak_fatal("hakmem: double free of %p (size %u) from another thread\n", b, s->bsize);
-  *w &= ~bit;
+  uint64_t* t = trailer(s, b);
+  if (hak_load64(t) != (hak_cookie(b) ^ REMOTE_TAG))
+    _hak_fatal("hakmem: double free of %p (size %u) from another thread\n", b, s->bsize);
+  hak_store64(t, hak_cookie(b));
 }
-
-size_t _hak_secure_usable(hak_slab_t* s, const void* b) { return trailer(s, (void*)b)[0]; }
 
 /* Freshly carved blocks look like freed ones. */
 void _hak_secure_carve_fill(void* b, uint32_t bsize) {
-  size_t end = bsize - 8 < 16 + UAF_BYTES ? bsize - 8 : 16 + UAF_BYTES;
-  if (end > 16) memset((uint8_t*)b + 16, FILL_FREE, end - 16);
+  memset((uint8_t*)b + FILL_OFF, FILL_FREE, FILL_END - FILL_OFF);
+  hak_store64((uint8_t*)b + bsize - 8, hak_cookie(b));
 }
 
 /* Random order for a chunk of freshly carved blocks. */
