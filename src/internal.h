@@ -99,7 +99,7 @@ hak_inline uintptr_t hak_cookie(const void* b) { return (uintptr_t)b ^ _hak_cook
 #ifndef HAK_SECURE
 #define HAK_SECURE 0
 #endif
-#define HAK_TRAILER (HAK_SECURE ? 8 : 0)   /* secure: the trailer word after each small block */
+#define HAK_TRAILER (HAK_SECURE ? 16 : 0)  /* secure: canary + trailer word after each small block */
 
 /* Free-list links: plain, or (secure) encoded with a per-process secret and
  * the block's own address, so a forged or overwritten link decodes to
@@ -287,7 +287,7 @@ void  _hak_large_fork_child(void);
 
 /* secure.c (no-ops in the default build).  The per-operation checks are
  * inline (below, after the slab helpers); secure.c holds the rare paths. */
-hak_noreturn void _hak_secure_pop_bad(hak_slab_t* s, void* b);   /* referenced only when HAK_SECURE */
+void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b, size_t req);   /* HAK_SECURE only */
 #if HAK_SECURE
 void _hak_secure_free(hak_slab_t* s, void* b, const char* op);
 void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op);
@@ -408,59 +408,77 @@ hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v
  * A small block of the secure build (the smallest class is 32 bytes there):
  *   free:  [0,8) encoded link, [8,24) fill 0xDF, last 8 bytes: the trailer,
  *          = cookie (address ^ secret);
- *   live:  [0,req) the caller's, [req, min(req+7, bsize-8)) canary 0xCA,
- *          trailer = cookie + req + 1.
+ *   live:  [0,req) the caller's, [req,req+8) canary 0xCA x 8,
+ *          trailer = cookie + req + 1 (req <= bsize - 16: HAK_TRAILER).
  * The trailer is the block's state: only the allocator writes it (it lies
  * beyond the request), so a free whose trailer does not decode to a
  * request size is a double free (trailer == cookie) or an overflow, exactly,
  * on every free.  A forged trailer passes with odds of bsize / 2^64.  The
  * checks are a few loads and compares inline; every failure goes out of line
  * (secure.c), which classifies and reports. */
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #define HAK_SEC_FILL64   0xDFDFDFDFDFDFDFDFull
 #define HAK_SEC_CANARY64 0xCACACACACACACACAull
 hak_inline uint64_t hak_load64(const void* p) { uint64_t v; memcpy(&v, p, 8); return v; }
 hak_inline void hak_store64(void* p, uint64_t v) { memcpy(p, &v, 8); }
 
-/* malloc: the block must still look freed (fill and trailer intact: a write
- * after free, or a block handed out twice, is caught here); then its canary
- * and trailer are written. */
-hak_inline void hak_secure_pop(hak_slab_t* s, hak_block_t* b, size_t req) {
+/* malloc: the block must still look freed: link into this SuperSlab, fill
+ * and trailer intact (a write after free, a forged link, a block handed out
+ * twice).  Any nonzero bit fails; so does the end of a list (a NULL link),
+ * which _hak_secure_pop_slow then completes (one branch on the fast path,
+ * and its miss is a tail call). */
+hak_inline uint64_t hak_secure_pop_bad(const hak_block_t* b, uint32_t bsize, uintptr_t cookie, uintptr_t n) {
+  const uint8_t* p = (const uint8_t*)b;
+  uint64_t fill;
+#ifdef __SSE2__   /* one 16-byte compare, no 64-bit constant in a register */
+  __m128i v = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i*)(p + 8)), _mm_set1_epi8((char)0xDF));
+  fill = (unsigned)_mm_movemask_epi8(v) ^ 0xFFFFu;
+#else
+  fill = (hak_load64(p + 8) ^ HAK_SEC_FILL64) | (hak_load64(p + 16) ^ HAK_SEC_FILL64);
+#endif
+  return fill | (hak_load64(p + bsize - 8) ^ cookie) | ((n ^ (uintptr_t)b) >> HAK_SEG_SHIFT);
+}
+/* ... then its canary and trailer are written. */
+hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, uintptr_t cookie, size_t req) {
   uint8_t* p = (uint8_t*)b;
-  uint8_t* t = p + s->bsize - 8;
-  uintptr_t c = hak_cookie(b);
-  if (hak_unlikely(((hak_load64(p + 8) ^ HAK_SEC_FILL64) | (hak_load64(p + 16) ^ HAK_SEC_FILL64) |
-                    (hak_load64(t) ^ c)) != 0))
-    _hak_secure_pop_bad(s, b);
-  hak_store64(p + req, HAK_SEC_CANARY64);   /* before the trailer: may overlap it */
-  hak_store64(t, c + req + 1);
+  hak_store64(p + req, HAK_SEC_CANARY64);
+  hak_store64(p + bsize - 8, cookie + req + 1);
 }
 
 /* free, owner fast path: the trailer decodes to a request size and the
- * canary (up to 7 bytes after the request) is intact.  False sends the free
- * to the generic path, which reports. */
+ * canary right after the request is intact.  False sends the free to the
+ * generic path, which reports. */
 hak_inline bool hak_secure_free_ok(const hak_slab_t* s, const hak_block_t* b) {
   const uint8_t* p = (const uint8_t*)b;
-  uint64_t lim = s->bsize - 8;
-  uint64_t req = hak_load64(p + lim) - hak_cookie(b) - 1;
-  if (req > lim) return false;
-  uint64_t slack = lim - req;
-  uint64_t y = hak_load64(p + req) ^ HAK_SEC_CANARY64;   /* in the block: req + 8 <= bsize */
-  unsigned m = slack < 7 ? (unsigned)slack : 7;          /* canary bytes: the low m of y */
-  return ((y << 8) << (56 - 8 * m)) == 0;
+  uint32_t bsize = s->bsize;
+  uint64_t req = hak_load64(p + bsize - 8) - hak_cookie(b) - 1;
+  return req <= bsize - HAK_TRAILER && hak_load64(p + req) == HAK_SEC_CANARY64;
 }
-/* free: fill, and mark the trailer free. */
+/* free: mark the trailer free (first: bsize is still in a register), fill. */
 hak_inline void hak_secure_free_fill(const hak_slab_t* s, hak_block_t* b) {
   uint8_t* p = (uint8_t*)b;
+  hak_store64(p + s->bsize - 8, hak_cookie(b));
   hak_store64(p + 8, HAK_SEC_FILL64);
   hak_store64(p + 16, HAK_SEC_FILL64);
-  hak_store64(p + s->bsize - 8, hak_cookie(b));
 }
 
 hak_inline hak_block_t* hak_slab_pop(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, size_t cls, size_t req) {
-  s->free = hak_block_next(b);
-  s->used++;
-  if (HAK_SECURE) hak_secure_pop(s, b, req);
-  else b->cookie = 0;
+  if (HAK_SECURE) {
+    uint32_t bsize = s->bsize;
+    uintptr_t cookie = hak_cookie(b);
+    uintptr_t n = (uintptr_t)b->next ^ _hak_list_key ^ (uintptr_t)b;
+    if (hak_unlikely(hak_secure_pop_bad(b, bsize, cookie, n) != 0))
+      return (hak_block_t*)_hak_secure_pop_slow(s, b, req);
+    s->free = (hak_block_t*)n;
+    s->used++;
+    hak_secure_pop_mark(bsize, b, cookie, req);
+  } else {
+    s->free = hak_block_next(b);
+    s->used++;
+    b->cookie = 0;
+  }
   hak_counter_inc(&h->cls[cls].nmalloc);
   return b;
 }

@@ -4,7 +4,7 @@
  *   cookie (address ^ secret) while free, cookie + request + 1 while live.
  *   Only the allocator writes it, so every free knows exactly whether the
  *   block is live (a double free, on any thread, always) and where the
- *   request ends; the slack right after the request holds a canary, checked
+ *   request ends; the 8 bytes right after the request are a canary, checked
  *   on free (an overflow of even one byte is found);
  * - freed blocks are filled after their link, and the fill and the trailer
  *   are checked when the block is handed out again (a write after free);
@@ -22,7 +22,7 @@
 #define FILL_SLACK  0xCA
 #define FILL_OFF    8      /* the free fill: bytes [8, 24) of a free block */
 #define FILL_END    24
-#define CANARY_MAX  7      /* canary bytes after the request (the rest of the slack is not checked) */
+#define CANARY      8      /* canary bytes right after the request (the rest of the slack is not checked) */
 #define REMOTE_TAG  ((uintptr_t)0x5ECF)   /* trailer = cookie ^ this: freed remotely, not yet collected */
 
 _Static_assert(FILL_END <= 32 - 8, "fill and trailer fit the smallest secure block");
@@ -33,26 +33,38 @@ int _hak_secure_state(hak_slab_t* s, const void* b, size_t* req) {
   uint64_t t = hak_load64(trailer(s, b)), c = hak_cookie(b);
   if (t == c) return HAK_SEC_FREE;
   if (t == (c ^ REMOTE_TAG)) return HAK_SEC_REMOTE;
-  if (t - c - 1 > s->bsize - 8) return HAK_SEC_BROKEN;
+  if (t - c - 1 > s->bsize - HAK_TRAILER) return HAK_SEC_BROKEN;
   *req = (size_t)(t - c - 1);
   return HAK_SEC_LIVE;
 }
 
-/* A fast-path check failed at malloc: say what was found. */
-void _hak_secure_pop_bad(hak_slab_t* s, void* b) {
-  size_t req;
-  if (_hak_secure_state(s, b, &req) == HAK_SEC_LIVE)
-    _hak_fatal("hakmem: heap corruption: block %p handed out twice (free list corrupted)\n", b);
+/* malloc, when hak_secure_pop_bad found something: the end of a free list
+ * (a NULL link) is fine and the pop is completed here; anything else is
+ * reported.  noipa: the fast path must see a function that returns, so that
+ * it can tail-call it. */
+__attribute__((noipa)) void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b, size_t req) {
+  hak_block_t* n = hak_block_next(b);   /* a link that leaves the SuperSlab: "free list corrupted" */
+  uintptr_t c = hak_cookie(b);
   size_t k = FILL_OFF;
   while (k < FILL_END && ((uint8_t*)b)[k] == FILL_FREE) k++;
-  if (k == FILL_END) k = s->bsize - 8;   /* the fill is intact: the trailer was written */
-  _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", b, s->bsize, k);
+  if (k < FILL_END || hak_load64(trailer(s, b)) != c) {
+    size_t live;
+    if (_hak_secure_state(s, b, &live) == HAK_SEC_LIVE)
+      _hak_fatal("hakmem: heap corruption: block %p handed out twice (free list corrupted)\n", (void*)b);
+    if (k == FILL_END) k = s->bsize - 8;   /* the fill is intact: the trailer was written */
+    _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", (void*)b, s->bsize, k);
+  }
+  s->free = n;
+  s->used++;
+  hak_secure_pop_mark(s->bsize, b, c, req);
+  hak_counter_inc(&hak_heap_get()->cls[s->cls].nmalloc);
+  return b;
 }
 
 /* Every check of a free, with a message for each failure, given the trailer
  * value t.  Returns only if the block was live and intact. */
 static void check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
-  uint64_t c = hak_cookie(b), lim = s->bsize - 8;
+  uint64_t c = hak_cookie(b), lim = s->bsize - HAK_TRAILER;
   if (t == c || t == (c ^ REMOTE_TAG)) {
     _hak_double_free(op, b, s->bsize);
     _hak_fatal("hakmem: double free of %p (size %u) in %s()\n", b, s->bsize, op);   /* secure: never continue */
@@ -62,8 +74,7 @@ static void check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
     _hak_fatal("hakmem: heap overflow detected at the end of block %p (size %u): trailer overwritten, in %s()\n",
                b, s->bsize, op);
   const uint8_t* from = (uint8_t*)b + req;
-  size_t n = lim - req < CANARY_MAX ? lim - req : CANARY_MAX;
-  for (size_t k = 0; k < n; k++)
+  for (size_t k = 0; k < CANARY; k++)
     if (from[k] != FILL_SLACK)
       _hak_fatal("hakmem: heap overflow detected in block %p: byte %zu past its %u requested bytes, in %s()\n", b,
                  k, (unsigned)req, op);
