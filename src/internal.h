@@ -408,7 +408,7 @@ hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v
  * A small block of the secure build (the smallest class is 32 bytes there):
  *   free:  [0,8) encoded link, [8,24) fill 0xDF, last 8 bytes: the trailer,
  *          = cookie (address ^ secret);
- *   live:  [0,req) the caller's, [req,req+8) canary 0xCA x 8,
+ *   live:  [0,req) the caller's, [req,req+8) canary CA CA CA CA FF FF FF FF,
  *          trailer = cookie + req + 1 (req <= bsize - 16: HAK_TRAILER).
  * The trailer is the block's state: only the allocator writes it (it lies
  * beyond the request), so a free whose trailer does not decode to a
@@ -420,7 +420,9 @@ hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v
 #include <emmintrin.h>
 #endif
 #define HAK_SEC_FILL64   0xDFDFDFDFDFDFDFDFull
-#define HAK_SEC_CANARY64 0xCACACACACACACACAull
+/* the canary: a sign-extended 32-bit immediate (no 64-bit constant to load);
+ * a linear overflow meets its 0xCA bytes first */
+#define HAK_SEC_CANARY64 0xFFFFFFFFCACACACAull
 hak_inline uint64_t hak_load64(const void* p) { uint64_t v; memcpy(&v, p, 8); return v; }
 hak_inline void hak_store64(void* p, uint64_t v) { memcpy(p, &v, 8); }
 

@@ -19,7 +19,6 @@
 
 #if HAK_SECURE
 #define FILL_FREE   0xDF
-#define FILL_SLACK  0xCA
 #define FILL_OFF    8      /* the free fill: bytes [8, 24) of a free block */
 #define FILL_END    24
 #define CANARY      8      /* canary bytes right after the request (the rest of the slack is not checked) */
@@ -75,7 +74,7 @@ static void check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
                b, s->bsize, op);
   const uint8_t* from = (uint8_t*)b + req;
   for (size_t k = 0; k < CANARY; k++)
-    if (from[k] != FILL_SLACK)
+    if (from[k] != (uint8_t)(HAK_SEC_CANARY64 >> (8 * k)))
       _hak_fatal("hakmem: heap overflow detected in block %p: byte %zu past its %u requested bytes, in %s()\n", b,
                  k, (unsigned)req, op);
 }
