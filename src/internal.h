@@ -471,9 +471,9 @@ hak_inline hak_block_t* hak_slab_pop(hak_heap_t* h, hak_slab_t* s, hak_block_t* 
     uint32_t bsize = s->bsize;
     uintptr_t cookie = hak_cookie(b);
     uintptr_t n = (uintptr_t)b->next ^ _hak_list_key ^ (uintptr_t)b;
+    s->free = (hak_block_t*)n;   /* before the check (frees a register); the slow path redoes it */
     if (hak_unlikely(hak_secure_pop_bad(b, bsize, cookie, n) != 0))
       return (hak_block_t*)_hak_secure_pop_slow(s, b, req);
-    s->free = (hak_block_t*)n;
     s->used++;
     hak_secure_pop_mark(bsize, b, cookie, req);
   } else {
