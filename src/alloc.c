@@ -9,7 +9,7 @@
 hak_inline void* hak_malloc_inline(size_t n) {
   hak_heap_t* h = hak_heap_get();
   size_t cls, need = n + HAK_TRAILER;
-  if (hak_likely(need <= HAK_SMALL_FAST_MAX)) cls = hak_class_of_small(need);
+  if (hak_likely(n <= HAK_SMALL_FAST_MAX - HAK_TRAILER)) cls = hak_class_of_small(need);
   else if (need <= HAK_MEDIUM_MAX && need > n) cls = hak_class_of(need);
   else return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
   hak_slab_t* s = h->cls[cls].cur;

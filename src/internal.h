@@ -406,20 +406,21 @@ hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v
 
 /* ---------------------------------------------------------------- secure mode, per operation
  * A small block of the secure build (the smallest class is 32 bytes there):
- *   free:  [0,8) encoded link, [8,24) fill 0xDF, last 8 bytes: the trailer,
- *          = cookie (address ^ secret);
- *   live:  [0,req) the caller's, [req,req+8) canary CA CA CA CA FF FF FF FF,
- *          trailer = cookie + req + 1 (req <= bsize - 16: HAK_TRAILER).
+ *   free:  [0,8) encoded link, [8,24) zero, last 8 bytes (the trailer) zero
+ *          (1 while on a remote-free list, not yet collected);
+ *   live:  [0,req) the caller's, [req,req+8) the canary, and
+ *          trailer = cookie + req + 16 (cookie: address ^ secret; req <=
+ *          bsize - 16 = bsize - HAK_TRAILER).
  * The trailer is the block's state: only the allocator writes it (it lies
- * beyond the request), so a free whose trailer does not decode to a
- * request size is a double free (trailer == cookie) or an overflow, exactly,
- * on every free.  A forged trailer passes with odds of bsize / 2^64.  The
- * checks are a few loads and compares inline; every failure goes out of line
- * (secure.c), which classifies and reports. */
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-#define HAK_SEC_FILL64   0xDFDFDFDFDFDFDFDFull
+ * beyond the request), so a free whose trailer does not decode to a request
+ * size is a double free (trailer 0) or an overflow, exactly, on every free;
+ * a forged trailer passes with odds of bsize / 2^64.  The checks are a few
+ * loads and compares inline, on the lines the operation writes anyway (the
+ * block's first line and its end); every failure goes out of line
+ * (secure.c), which classifies and reports.  Zero is the free state and the
+ * fill (zero-on-free, as hardened allocators do): a stale pointer read from
+ * a freed block is NULL, and the malloc check is three ORed loads. */
+#define HAK_SEC_LIVE_BIAS 16
 /* the canary: a sign-extended 32-bit immediate (no 64-bit constant to load);
  * a linear overflow meets its 0xCA bytes first */
 #define HAK_SEC_CANARY64 0xFFFFFFFFCACACACAull
@@ -427,55 +428,47 @@ hak_inline uint64_t hak_load64(const void* p) { uint64_t v; memcpy(&v, p, 8); re
 hak_inline void hak_store64(void* p, uint64_t v) { memcpy(p, &v, 8); }
 
 /* malloc: the block must still look freed: link into this SuperSlab, fill
- * and trailer intact (a write after free, a forged link, a block handed out
+ * and trailer zero (a write after free, a forged link, a block handed out
  * twice).  Any nonzero bit fails; so does the end of a list (a NULL link),
  * which _hak_secure_pop_slow then completes (one branch on the fast path,
  * and its miss is a tail call). */
-hak_inline uint64_t hak_secure_pop_bad(const hak_block_t* b, uint32_t bsize, uintptr_t cookie, uintptr_t n) {
+hak_inline uint64_t hak_secure_pop_bad(const hak_block_t* b, uint32_t bsize, uintptr_t n) {
   const uint8_t* p = (const uint8_t*)b;
-  uint64_t fill;
-#ifdef __SSE2__   /* one 16-byte compare, no 64-bit constant in a register */
-  __m128i v = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i*)(p + 8)), _mm_set1_epi8((char)0xDF));
-  fill = (unsigned)_mm_movemask_epi8(v) ^ 0xFFFFu;
-#else
-  fill = (hak_load64(p + 8) ^ HAK_SEC_FILL64) | (hak_load64(p + 16) ^ HAK_SEC_FILL64);
-#endif
-  return fill | (hak_load64(p + bsize - 8) ^ cookie) | ((n ^ (uintptr_t)b) >> HAK_SEG_SHIFT);
+  return hak_load64(p + 8) | hak_load64(p + 16) | hak_load64(p + bsize - 8) | ((n ^ (uintptr_t)b) >> HAK_SEG_SHIFT);
 }
 /* ... then its canary and trailer are written. */
-hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, uintptr_t cookie, size_t req) {
+hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, size_t req) {
   uint8_t* p = (uint8_t*)b;
   hak_store64(p + req, HAK_SEC_CANARY64);
-  hak_store64(p + bsize - 8, cookie + req + 1);
+  hak_store64(p + bsize - 8, hak_cookie(b) + req + HAK_SEC_LIVE_BIAS);
 }
 
-/* free, owner fast path: the trailer decodes to a request size and the
- * canary right after the request is intact.  False sends the free to the
- * generic path, which reports. */
+/* free, owner fast path: the trailer decodes to a request size (x = req + 16
+ * <= bsize: the free states decode to about 2^64) and the canary right after
+ * the request is intact.  False sends the free to the generic path, which
+ * reports. */
 hak_inline bool hak_secure_free_ok(const hak_slab_t* s, const hak_block_t* b) {
   const uint8_t* p = (const uint8_t*)b;
   uint32_t bsize = s->bsize;
-  uint64_t req = hak_load64(p + bsize - 8) - hak_cookie(b) - 1;
-  return req <= bsize - HAK_TRAILER && hak_load64(p + req) == HAK_SEC_CANARY64;
+  uint64_t x = hak_load64(p + bsize - 8) - hak_cookie(b);
+  return x <= bsize && hak_load64(p + x - HAK_SEC_LIVE_BIAS) == HAK_SEC_CANARY64;
 }
 /* free: mark the trailer free (first: bsize is still in a register), fill. */
 hak_inline void hak_secure_free_fill(const hak_slab_t* s, hak_block_t* b) {
   uint8_t* p = (uint8_t*)b;
-  hak_store64(p + s->bsize - 8, hak_cookie(b));
-  hak_store64(p + 8, HAK_SEC_FILL64);
-  hak_store64(p + 16, HAK_SEC_FILL64);
+  hak_store64(p + s->bsize - 8, 0);
+  hak_store64(p + 8, 0);
+  hak_store64(p + 16, 0);
 }
 
 hak_inline hak_block_t* hak_slab_pop(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, size_t cls, size_t req) {
   if (HAK_SECURE) {
     uint32_t bsize = s->bsize;
-    uintptr_t cookie = hak_cookie(b);
     uintptr_t n = (uintptr_t)b->next ^ _hak_list_key ^ (uintptr_t)b;
     s->free = (hak_block_t*)n;   /* before the check (frees a register); the slow path redoes it */
-    if (hak_unlikely(hak_secure_pop_bad(b, bsize, cookie, n) != 0))
-      return (hak_block_t*)_hak_secure_pop_slow(s, b, req);
+    if (hak_unlikely(hak_secure_pop_bad(b, bsize, n) != 0)) return (hak_block_t*)_hak_secure_pop_slow(s, b, req);
     s->used++;
-    hak_secure_pop_mark(bsize, b, cookie, req);
+    hak_secure_pop_mark(bsize, b, req);
   } else {
     s->free = hak_block_next(b);
     s->used++;
