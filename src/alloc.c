@@ -141,7 +141,9 @@ hak_api void* hak_realloc(void* p, size_t n) {
       return _hak_large_realloc(seg, p, n);
   }
   size_t usable = _hak_usable_size(p, "realloc");
-  if (usable == 0) return NULL;   /* invalid pointer, reported (warn/ignore mode) */
+  /* invalid pointer, reported (warn/ignore mode); secure: usable is the
+   * requested size, 0 for a live malloc(0) block */
+  if (usable == 0 && !(HAK_SECURE && _hak_is_live_block(p))) return NULL;
   if (!HAK_SECURE && n <= usable && n >= usable / 2) return p;   /* secure: always move (fresh trailer) */
   void* q = hak_malloc_inline(n);
   if (q == NULL) return NULL;

@@ -178,8 +178,10 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   seg->large_off = off;
   seg->guard_off = 0;
   if (guard) {
-    size_t body = hak_align_up(size, HAK_OS_PAGE);
-    seg->large_off = off + body - hak_align_up(size, 16);
+    /* the block ends at the guard page, to its alignment (16, or the
+     * caller's up to HAK_LARGE_HDR: memalign & co.) */
+    size_t body = hak_align_up(size, HAK_OS_PAGE), a = align > 16 ? align : 16;
+    seg->large_off = (off + body - size) & ~(a - 1);   /* >= off: off is a multiple of a */
     if (_hak_os_protect((uint8_t*)seg + off + body, HAK_OS_PAGE, PROT_NONE)) seg->guard_off = off + body;
   }
   seg->large_size = size;

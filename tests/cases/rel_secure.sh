@@ -31,5 +31,16 @@ row control 0 ''
 out=$(LD_PRELOAD=$LIB sort -n < <(seq 200000 -1 1) | md5sum)
 ref=$(seq 1 200000 | md5sum)
 [[ $out == "$ref" ]] && echo "ok   sort under secure mode" || { echo "FAIL sort under secure mode"; fails=$((fails + 1)); }
+# the API, model and thread-stress tests (glibc-linked programs) under the
+# secure build: what a correct program may do still works (posix_memalign of
+# large blocks, realloc of a malloc(0) block, remote frees, ...)
+make -s build/tests/test-api-glibc build/tests/test-model-glibc build/tests/test-threads-glibc >/dev/null
+for t in "test-api-glibc --require-hakmem" test-model-glibc "test-threads-glibc stress"; do
+  if LD_PRELOAD=$LIB timeout 300 build/tests/$t >"$tmp/out" 2>&1; then
+    echo "ok   $t under secure mode"
+  else
+    echo "FAIL $t under secure mode:"; grep -m5 FAILED "$tmp/out"; fails=$((fails + 1))
+  fi
+done
 ((fails == 0)) || exit 1
 echo "secure mode: all rows as expected"
