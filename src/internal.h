@@ -444,9 +444,9 @@ hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, size_t req) 
 }
 
 /* free, owner fast path: the trailer decodes to a request size (x = req + 16
- * <= bsize: the free states decode to about 2^64) and the canary right after
- * the request is intact.  False sends the free to the generic path, which
- * reports. */
+ * <= bsize: the free states decode to about 2^64; x < 16 would take the
+ * secret) and the canary right after the request is intact.  False sends
+ * the free to the generic path, which reports. */
 hak_inline bool hak_secure_free_ok(const hak_slab_t* s, const hak_block_t* b) {
   const uint8_t* p = (const uint8_t*)b;
   uint32_t bsize = s->bsize;
