@@ -83,15 +83,19 @@ hak_inline size_t hak_class_of(size_t n) {          /* n <= HAK_MEDIUM_MAX */
 }
 
 /* ---------------------------------------------------------------- blocks
- * A free block holds its list link and a cookie (address ^ secret) that marks
- * it free: a second free finds the cookie and is confirmed by a list walk. */
+ * A free block holds its list link and a cookie (a per-process secret, never
+ * 0: malloc clears the word) that marks it free: a second free finds the
+ * cookie and is confirmed by a list walk.  The cookie does not mix in the
+ * block's address: anyone who can read a freed block and knows its address
+ * learns the secret either way, and the plain secret saves the fast path an
+ * instruction. */
 typedef struct hak_block_s {
   struct hak_block_s* next;
   uintptr_t cookie;
 } hak_block_t;
 
 extern uintptr_t _hak_cookie_key;
-hak_inline uintptr_t hak_cookie(const void* b) { return (uintptr_t)b ^ _hak_cookie_key; }
+hak_inline uintptr_t hak_cookie(const void* b) { (void)b; return _hak_cookie_key; }
 
 /* Secure mode is a build (libhakmem-secure.so, -DHAK_SECURE=1), not a
  * run-time switch, so the default fast path carries none of its cost.  Its
@@ -136,14 +140,13 @@ struct hak_heap_s;
 typedef struct hak_slab_s {
   hak_block_t* free;                 /* owner: blocks ready to hand out */
   _Atomic(uintptr_t) xowner;         /* heap | flags, or a special value */
-  uint64_t recip;                    /* UINT64_MAX / bsize + 1: off is a block start
-                                        iff off * recip < recip (Lemire et al.) */
+  uint64_t recip;                    /* floor(2^64 / bsize) + 1: see hak_is_carved_block */
   _Atomic(hak_block_t*) xthread_free;/* remote frees, pushed lock-free */
   struct hak_slab_s* next;           /* heap avail/full list */
   struct hak_slab_s* prev;
   uint32_t used;                     /* blocks out (incl. pending remote frees) */
   uint32_t bsize;                    /* block size */
-  uint32_t bump;                     /* byte offset of the first never-carved block */
+  uint32_t carved;                   /* blocks carved so far × hak_slab_step(s) */
   uint8_t  cls, npages, head_off, _pad;
 } hak_slab_t;
 
@@ -181,7 +184,19 @@ _Static_assert(sizeof(hak_segment_t) <= HAK_PAGE_SIZE, "segment header in page 0
 hak_inline uint32_t hak_slab_limit(const hak_slab_t* s) {
   return s->bsize ? (uint32_t)((((size_t)s->npages << HAK_PAGE_SHIFT) / s->bsize) * s->bsize) : 0;
 }
+/* With c = recip = floor(2^64/d) + 1 for block size d, e = d*c mod 2^64 =
+ * d - (2^64 mod d) lies in [1, d].  For a slab offset off = j*d + r below
+ * 2^22: off*c mod 2^64 = j*e + r*c, which is j*e < 2^22 when r = 0 and at
+ * least c >= 2^47 otherwise (no wrap: r*c <= 2^64 - 2^64/d + d).  So off is a
+ * block start iff off*c < c, and the start of one of the first n blocks iff
+ * off*c < n*e: one multiply and one compare test both "a block start" and
+ * "already carved" (the fast path's free check). */
+hak_inline uint32_t hak_slab_step(const hak_slab_t* s) { return (uint32_t)((uint64_t)s->bsize * s->recip); }
+hak_inline uint64_t hak_slab_recip(uint32_t bsize) { return (uint64_t)(((unsigned __int128)1 << 64) / bsize) + 1; }
 hak_inline bool hak_is_block_start(const hak_slab_t* s, uint64_t off) { return off * s->recip < s->recip; }
+hak_inline bool hak_is_carved_block(const hak_slab_t* s, uint64_t off, uint32_t carved) { return off * s->recip < carved; }
+/* byte offset of the first never-carved block */
+hak_inline uint32_t hak_slab_bump(const hak_slab_t* s, uint32_t carved) { return carved / hak_slab_step(s) * s->bsize; }
 
 hak_inline hak_segment_t* hak_segment_of(const void* p) {
   return (hak_segment_t*)((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK);
