@@ -202,16 +202,17 @@ hak_inline hak_segment_t* hak_segment_of(const void* p) {
   return (hak_segment_t*)((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK);
 }
 
-/* The segment map: one bit per 4 MiB of the 47-bit user address space says
+/* The segment map: one byte per 4 MiB of the 47-bit user address space says
  * "a hakmem segment starts here".  It lets free() reject foreign pointers
- * before reading any header.  4 MiB of .bss, touched only where used. */
-#define HAK_SEGMAP_WORDS ((size_t)1 << (47 - HAK_SEG_SHIFT - 6))
-extern _Atomic(uint64_t) _hak_segmap[HAK_SEGMAP_WORDS];
+ * before reading any header.  32 MiB of .bss, touched only where used (one
+ * 4 KiB page of it covers 16 GiB of address space); a byte, not a bit, makes
+ * the test three instructions shorter than a bitmap's word-and-bit test. */
+#define HAK_SEGMAP_SIZE ((size_t)1 << (47 - HAK_SEG_SHIFT))
+extern _Atomic(uint8_t) _hak_segmap[HAK_SEGMAP_SIZE];
 hak_inline bool hak_segmap_contains(const void* p) {
-  uintptr_t a = (uintptr_t)p;
-  uintptr_t w = a >> (HAK_SEG_SHIFT + 6);
-  if (hak_unlikely(w >= HAK_SEGMAP_WORDS)) return false;
-  return (hak_load_relaxed(&_hak_segmap[w]) >> ((a >> HAK_SEG_SHIFT) & 63)) & 1;
+  uintptr_t i = (uintptr_t)p >> HAK_SEG_SHIFT;
+  if (hak_unlikely(i >= HAK_SEGMAP_SIZE)) return false;
+  return hak_load_relaxed(&_hak_segmap[i]) != 0;
 }
 
 /* ---------------------------------------------------------------- heaps */
