@@ -324,6 +324,7 @@ void _hak_unmap_large(hak_segment_t* seg);
 /* bigcache.c */
 size_t _hak_bigcache_map_size(size_t need);
 hak_segment_t* _hak_bigcache_take(size_t need);
+hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent);
 bool  _hak_bigcache_put(hak_segment_t* seg);
 void  _hak_bigcache_expire(uint64_t max_age_ms);
 void  _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, size_t* bytes);

@@ -123,6 +123,33 @@ static void prefault(hak_segment_t* seg, void* p, size_t size) {
   seg->prefaulted = 1;
 }
 
+/* Grow a large segment's mapping to at least new_map bytes, keeping its
+ * pages (no copy): in place when the following range is free (to the
+ * headroom of its class, else exactly), else by moving the pages to a fresh
+ * aligned range.  Returns the segment (moved or not) or NULL, when it is
+ * unchanged.  The caller accounts the bytes. */
+static hak_segment_t* large_grow_map(hak_segment_t* seg, size_t new_map) {
+  size_t grown = _hak_bigcache_map_size(new_map);
+  if (_hak_os_remap(seg, seg->map_size, grown, 0, NULL) != NULL ||
+      (grown != new_map && _hak_os_remap(seg, seg->map_size, grown = new_map, 0, NULL) != NULL)) {
+    seg->map_size = grown;
+    return seg;
+  }
+  hak_segment_t* nseg = _hak_os_map_aligned(new_map, HAK_SEG_SIZE, NULL);
+  if (nseg == NULL || ((uintptr_t)nseg >> 47)) {
+    if (nseg) _hak_os_unmap(nseg, new_map);
+    return NULL;
+  }
+  if (_hak_os_remap(seg, seg->map_size, new_map, MREMAP_MAYMOVE | MREMAP_FIXED, nseg) != nseg) {
+    _hak_os_unmap(nseg, new_map);
+    return NULL;
+  }
+  _hak_segmap_set(seg, false);
+  nseg->map_size = new_map;
+  _hak_segmap_set(nseg, true);
+  return nseg;
+}
+
 /* A large block: from the BigCache (resident pages, no syscall), else from
  * the release batch (decommitted but mapped), else a new mapping rounded up
  * to its BigCache class so it can be reused for any size of that class. */
@@ -151,6 +178,11 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   hak_segment_t* seg = NULL;
   if (off == HAK_LARGE_HDR) {
     seg = _hak_bigcache_take(need);
+    if (seg != NULL && seg->map_size < need) {   /* a smaller, mostly touched block: grow it */
+      hak_segment_t* g = large_grow_map(seg, need);
+      if (g == NULL) _hak_release_large(seg);
+      seg = g;
+    }
     if (seg == NULL) seg = _hak_batch_take(need);
   }
   if (seg == NULL) {
@@ -261,6 +293,10 @@ bool _hak_large_recently_freed(const void* p) {
 }
 
 /* ---------------------------------------------------------------- realloc */
+/* A growing block moving into a cached one is copied up to this size (one
+ * mapping stays one mapping), above it its pages are moved by mremap. */
+#define LARGE_COPY_MAX ((size_t)1 << 20)
+
 void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   size_t off = seg->large_off;
   size_t usable = _hak_large_usable(seg);
@@ -277,7 +313,7 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
     /* fits the mapping (it has headroom); when it shrank a lot, give back
      * the tail beyond the headroom a new block of this size would get */
     size_t keep = _hak_bigcache_map_size(new_map);
-    if (keep < seg->map_size && seg->map_size - keep >= (size_t)256 * 1024 && !seg->huge_aligned) {
+    if (size < seg->large_size && keep < seg->map_size && seg->map_size - keep >= (size_t)256 * 1024 && !seg->huge_aligned) {
       if (_hak_os_unmap((uint8_t*)seg + keep, seg->map_size - keep)) {
         large_account(0, seg->map_size - keep);
         seg->map_size = keep;
@@ -288,38 +324,52 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
     if (size > seg->large_peak) seg->large_peak = size;
     return p;
   }
-  /* grow in place when the following range is free */
-  size_t grown = _hak_bigcache_map_size(new_map);
-  if (_hak_os_remap(seg, seg->map_size, grown, 0, NULL) != NULL ||
-      (grown != new_map && _hak_os_remap(seg, seg->map_size, grown = new_map, 0, NULL) != NULL)) {
-    large_account(grown - seg->map_size, 0);
-    seg->map_size = grown;
-    seg->large_size = size;
-    if (size > seg->large_peak) seg->large_peak = size;
-    return p;
+  /* a cached block whose touched extent covers the new size: move the
+   * block's touched pages over the start of it and grow into resident
+   * memory (no page faults), rather than into fresh pages */
+  if (!seg->huge_aligned) {
+    hak_segment_t* b = _hak_bigcache_take_cover(new_map, off + size);
+    if (b != NULL) {
+      size_t len = hak_align_up(off + (seg->large_peak > seg->large_size ? seg->large_peak : seg->large_size), HAK_OS_PAGE);
+      if (len > seg->map_size) len = seg->map_size;
+      size_t old_map = seg->map_size, b_map = b->map_size, b_peak = b->large_peak;
+      bool moved;
+      if (len - off <= LARGE_COPY_MAX) {
+        /* small yet: copy it, which keeps b one mapping (mremap cannot
+         * later grow a range made of two moved pieces) */
+        memcpy(b, seg, sizeof *seg);
+        memcpy((uint8_t*)b + off, p, usable);
+        _hak_os_unmap(seg, old_map);
+        moved = true;
+      } else {
+        moved = _hak_os_remap(seg, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, b) == b;
+        if (moved && old_map > len) _hak_os_unmap((uint8_t*)seg + len, old_map - len);
+      }
+      if (moved) {
+        _hak_segmap_set(seg, false);
+        atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
+        b->map_size = b_map;   /* b's header page is now the block's own */
+        b->large_size = size;
+        b->large_peak = b_peak > size ? b_peak : size;
+        large_account(b_map - old_map, 0);
+        return (uint8_t*)b + off;
+      }
+      _hak_release_large(b);   /* could not move: give it back */
+    }
   }
-  /* move the pages to a fresh aligned range: no copy */
-  hak_segment_t* nseg = _hak_os_map_aligned(new_map, HAK_SEG_SIZE, NULL);
-  if (nseg == NULL || ((uintptr_t)nseg >> 47)) {
-    if (nseg) _hak_os_unmap(nseg, new_map);
-    errno = ENOMEM;
-    return NULL;
-  }
+  /* grow the mapping in place, or move its pages to a fresh range (no copy) */
   size_t old_map = seg->map_size;
-  if (_hak_os_remap(seg, old_map, new_map, MREMAP_MAYMOVE | MREMAP_FIXED, nseg) != nseg) {
-    _hak_os_unmap(nseg, new_map);
+  hak_segment_t* nseg = large_grow_map(seg, new_map);
+  if (nseg == NULL) {
     void* q = hak_malloc(size);   /* last resort: copy */
     if (q == NULL) return NULL;
     memcpy(q, p, usable);
     hak_free(p);
     return q;
   }
-  _hak_segmap_set(seg, false);
-  nseg->map_size = new_map;
   nseg->large_size = size;
   if (size > nseg->large_peak) nseg->large_peak = size;
-  _hak_segmap_set(nseg, true);
-  large_account(new_map - old_map, 0);
+  large_account(nseg->map_size - old_map, 0);
   return (uint8_t*)nseg + off;
 }
 
