@@ -45,6 +45,7 @@ typedef struct hak_site_s {
   double reuse_ewma;                 /* large ops between a free and the next alloc here */
   double life_ewma;                  /* large ops between alloc and free */
   double touch_ewma;                 /* fraction of a block's pages touched (sampled) */
+  double final_ewma;                 /* size of its blocks when freed (after realloc growth) */
   double streak_ewma;                /* frees in a row before the next alloc: ring size */
   uint32_t streak;
   uint32_t cached;                   /* blocks of this site in the BigCache now */
@@ -146,26 +147,49 @@ uint32_t _hak_site_index(uintptr_t ra) {
 #define FAULT_NS 400.0
 static double byte_weight(void) { return (double)hak_opt(LEARN_BYTE_COST); }
 
+static bool keeps(int k) { return k == HAK_STRAT_CACHE || k == HAK_STRAT_PREFAULT; }
+
+/* A lower bound of the cost of a strategy that gives the block back: the
+ * site's next block faults its touched pages in again, which the cost
+ * model charges FAULT_NS each (release, decommit); "populate" maps them in
+ * one call, charged by its measured time, bounded here by half that (zeroing
+ * a page is most of a fault).  A strategy that cannot beat the best rating
+ * so far is neither tried nor explored: trying "release" on a site whose
+ * 50 MiB blocks are reused costs 12,000 page faults to learn nothing. */
+static double give_back_bound(const hak_site_t* s, int k) {
+  double touch = s->samples ? s->touch_ewma : 1.0;
+  double pages = touch * s->final_ewma / HAK_OS_PAGE;
+  return pages * FAULT_NS * (k == HAK_STRAT_POPULATE ? 0.5 : 1.0);
+}
+
 static void choose(hak_site_t* s, uintptr_t ra) {
+  static const int order[HAK_STRAT_COUNT] = {HAK_STRAT_CACHE, HAK_STRAT_PREFAULT, HAK_STRAT_DECOMMIT, HAK_STRAT_RELEASE,
+                                             HAK_STRAT_POPULATE};
   int old = s->strategy;
   int best = -1;
   if (s->episodes < (uint64_t)hak_opt(LEARN_MIN_EVENTS)) {
     best = default_strategy();
   } else {
+    int rated = -1;
     for (int k = 0; k < HAK_STRAT_COUNT; k++)
-      if (s->tries[k] == 0) {   /* try each once */
-        best = k;
-        break;
-      }
+      if (s->tries[k] && (rated < 0 || s->cost[k] < s->cost[rated])) rated = k;
+    bool ok[HAK_STRAT_COUNT];
+    int nok = 0;
+    for (int k = 0; k < HAK_STRAT_COUNT; k++) {
+      ok[k] = keeps(k) || rated < 0 || give_back_bound(s, k) < s->cost[rated];
+      nok += ok[k];
+    }
+    for (int i = 0; i < HAK_STRAT_COUNT && best < 0; i++)   /* try each admissible one once, keeping ones first */
+      if (s->tries[order[i]] == 0 && ok[order[i]]) best = order[i];
     if (best < 0) {
       double eps = 0.25 / (1.0 + (double)s->episodes / 8.0);
       if (eps < 0.01) eps = 0.01;
       if ((double)(splitmix(&s->rng) >> 11) * 0x1.0p-53 < eps) {
-        best = (int)(splitmix(&s->rng) % HAK_STRAT_COUNT);
+        uint64_t pick = splitmix(&s->rng) % (uint64_t)nok;
+        for (int k = 0; k < HAK_STRAT_COUNT; k++)
+          if (ok[k] && pick-- == 0) best = k;
       } else {
-        best = 0;
-        for (int k = 1; k < HAK_STRAT_COUNT; k++)
-          if (s->cost[k] < s->cost[best]) best = k;
+        best = rated;
       }
     }
   }
@@ -232,19 +256,27 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
   hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
   *t0 = now_ns();
   uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
-  /* sample how much of the block was touched (one mincore call, 1 in 8) */
+  /* sample how much of the block was touched (1 free in 8): one mincore
+   * call over a small block, four windows spread over a big one */
   double touched = -1;
   site_lock(s);
   bool sample = learning() && (s->frees & 7) == 0;
   site_unlock(s);
   if (sample && seg->large_size >= HAK_OS_PAGE) {
+    enum { WIN = 256, NWIN = 4 };
+    uint8_t vec[WIN * NWIN];
+    uint8_t* base = (uint8_t*)seg + hak_align_up(seg->large_off, HAK_OS_PAGE);
     size_t pages = hak_align_up(seg->large_size, HAK_OS_PAGE) / HAK_OS_PAGE;
-    uint8_t vec[512];
-    size_t step = pages > 512 ? (pages + 511) / 512 : 1;   /* sample up to 512 pages */
     size_t in = 0, n = 0;
-    for (size_t i = 0; i < pages && n < 512; i += step, n++) {
-      if (mincore((uint8_t*)seg + hak_align_up(seg->large_off, HAK_OS_PAGE) + i * HAK_OS_PAGE, HAK_OS_PAGE, vec) == 0 && (vec[0] & 1)) in++;
+    if (pages <= WIN * NWIN) {
+      if (mincore(base, pages * HAK_OS_PAGE, vec) == 0) n = pages;
+    } else {
+      for (size_t w = 0; w < NWIN; w++) {
+        size_t first = (pages - WIN) * w / (NWIN - 1);
+        if (mincore(base + first * HAK_OS_PAGE, (size_t)WIN * HAK_OS_PAGE, vec + n) == 0) n += WIN;
+      }
     }
+    for (size_t i = 0; i < n; i++) in += vec[i] & 1;
     if (n) touched = (double)in / (double)n;
   }
   site_lock(s);
@@ -252,6 +284,7 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
   s->streak++;
   s->last_free_clock = clock;
   ewma(&s->life_ewma, (double)(clock - seg->site_clock), 0.1);
+  ewma(&s->final_ewma, (double)seg->large_size, 0.1);
   if (touched >= 0) {
     s->touch_ewma = s->samples ? 0.8 * s->touch_ewma + 0.2 * touched : touched;
     s->samples++;
