@@ -309,7 +309,7 @@ hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
 #define HAK_SITES 1024
 #define HAK_SITE_NONE HAK_SITES
 uint32_t _hak_site_index(uintptr_t ra);
-int  _hak_site_before_alloc(uint32_t idx, uint64_t* t0);
+int  _hak_site_before_alloc(uint32_t idx, uint64_t* t0, bool* long_lived, size_t* final_size);
 void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before);
 int  _hak_site_on_free(hak_segment_t* seg, uint64_t* t0);
 void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident);

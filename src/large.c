@@ -150,6 +150,8 @@ static hak_segment_t* large_grow_map(hak_segment_t* seg, size_t new_map) {
   return nseg;
 }
 
+#define LARGE_TRIM_MIN ((size_t)64 << 10)
+
 /* A large block: from the BigCache (resident pages, no syscall), else from
  * the release batch (decommitted but mapped), else a new mapping rounded up
  * to its BigCache class so it can be reused for any size of that class. */
@@ -162,9 +164,11 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   uint32_t sidx = HAK_SITE_NONE;
   int strategy = HAK_STRAT_CACHE;
   uint64_t t0 = 0;
+  bool long_lived = false;
+  size_t final_size = 0;
   if (sites_on()) {
     sidx = _hak_site_index(site);
-    strategy = _hak_site_before_alloc(sidx, &t0);
+    strategy = _hak_site_before_alloc(sidx, &t0, &long_lived, &final_size);
   }
   size_t off = align > HAK_LARGE_HDR ? align : HAK_LARGE_HDR;
   size_t need;
@@ -177,7 +181,14 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   if (guard) need += HAK_OS_PAGE;
   hak_segment_t* seg = NULL;
   if (off == HAK_LARGE_HDR) {
-    seg = _hak_bigcache_take(need);
+    /* a site whose blocks grow by realloc: first a cached block that
+     * covers what this one will grow to */
+    if (final_size / 2 > size && final_size <= HAK_MAX_SIZE - HAK_LARGE_HDR) {
+      seg = _hak_bigcache_take_cover(need, hak_align_up(off + final_size, HAK_OS_PAGE));
+      if (seg == NULL) seg = _hak_bigcache_take(need);
+    } else {
+      seg = _hak_bigcache_take(need);
+    }
     if (seg != NULL && seg->map_size < need) {   /* a smaller, mostly touched block: grow it */
       hak_segment_t* g = large_grow_map(seg, need);
       if (g == NULL) _hak_release_large(seg);
@@ -216,6 +227,12 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   }
   seg->large_size = size;
   seg->used_pages = 1;   /* live; 0 while cached or parked */
+  if (long_lived && !seg->large_fresh && seg->large_peak > size + LARGE_TRIM_MIN) {
+    /* a reused block's resident pages beyond the request would idle for the
+     * long life of the block: decommit them */
+    size_t from = hak_align_up(seg->large_off + size, HAK_OS_PAGE), to = hak_large_resident(seg);
+    if (to > from && _hak_decommit((uint8_t*)seg + from, to - from)) seg->large_peak = from - HAK_LARGE_HDR;
+  }
   size_t resident_before = seg->large_fresh ? 0 : hak_align_up(seg->large_peak, HAK_OS_PAGE);
   if (size > seg->large_peak) seg->large_peak = size;
   atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);

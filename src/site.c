@@ -27,6 +27,7 @@
 #define SITE_PROBE 8
 #define SITE_FIFO 8
 #define SITE_RING_MAX 16
+#define SITE_LONG_LIFE 16.0   /* large operations: a block living longer is long-lived */
 
 typedef struct {
   uint8_t strategy;
@@ -205,12 +206,20 @@ static void choose(hak_site_t* s, uintptr_t ra) {
 
 /* ---------------------------------------------------------------- hooks */
 
-/* Before a large allocation at site `idx`: the strategy to apply. */
-int _hak_site_before_alloc(uint32_t idx, uint64_t* t0) {
+/* Before a large allocation at site `idx`: the strategy to apply; whether
+ * the site's blocks live long (then a reused block does not keep resident
+ * pages beyond its size: they would idle for the block's life); and the size
+ * its blocks usually have when freed (larger than requested when they grow
+ * by realloc: such a block is best served by a cached block that already
+ * covers what it will grow to).  Both hints are learned: 0 when not learning. */
+int _hak_site_before_alloc(uint32_t idx, uint64_t* t0, bool* long_lived, size_t* final_size) {
   hak_site_t* s = &site_tab[idx];
   *t0 = now_ns();
   site_lock(s);
   int st = learning() ? s->strategy : default_strategy();
+  bool known = learning() && s->frees >= (uint64_t)hak_opt(LEARN_MIN_EVENTS);
+  *long_lived = known && s->life_ewma >= SITE_LONG_LIFE;
+  *final_size = known ? (size_t)s->final_ewma : 0;
   site_unlock(s);
   return st;
 }
