@@ -74,39 +74,26 @@ static void bc_left(hak_segment_t* seg) {
   }
 }
 
-/* Blocks whose mapping is smaller than a request may still serve it when
- * their touched extent covers at least half of it and the request is big:
- * the caller grows the mapping with mremap (one or two calls) instead of
- * faulting in pages that are already resident here. */
-#define BC_GROW_MIN ((size_t)1 << 20)
-
-/* Take a cached segment for a request of `need` bytes (header included).
- * Its mapping holds `need`, or (need >= BC_GROW_MIN) it is smaller but
- * mostly touched and the caller must grow it: check seg->map_size. */
+/* Take a cached segment whose mapping holds `need` bytes (header included). */
 hak_segment_t* _hak_bigcache_take(size_t need) {
   if (hak_load_relaxed(&bc_bytes) == 0) {
     atomic_fetch_add_explicit(&bc_misses, 1, memory_order_relaxed);
     return NULL;
   }
   size_t k = bc_class_ceil(need);
-  size_t lo = need >= BC_GROW_MIN && k >= 8 ? k - 8 : k;   /* down to a quarter of the request */
   hak_segment_t* seg = NULL;
   pthread_mutex_lock(&bc_lock);
   /* Among blocks whose mapping fits (up to 8x the request), prefer the one
    * whose touched extent already covers the request and is smallest (no
    * fault, least idle resident memory), else the most touched one (fewest
-   * faults), which may be a smaller, mostly touched block to be grown.
-   * large_peak is the largest size the block ever served. */
+   * faults).  large_peak is the largest size the block ever served. */
   size_t bc = BC_CLASSES, bi = 0;
   bool bcover = false;
   size_t bpeak = 0;
-  for (size_t c = lo; c < BC_CLASSES && c <= k + 12; c++) {
+  for (size_t c = k; c < BC_CLASSES && c <= k + 12; c++) {
     for (size_t i = bc_count[c] > BC_SCAN ? bc_count[c] - BC_SCAN : 0; i < bc_count[c]; i++) {
-      hak_segment_t* s = bc_ring[c][i].seg;
-      size_t peak = s->large_peak;
-      bool fits = s->map_size >= need;
-      if (!fits && 2 * (peak + HAK_LARGE_HDR) < need) continue;
-      bool cover = fits && peak + HAK_LARGE_HDR >= need;
+      size_t peak = bc_ring[c][i].seg->large_peak;
+      bool cover = peak + HAK_LARGE_HDR >= need;
       if (bc == BC_CLASSES || (cover && (!bcover || peak < bpeak)) || (!cover && !bcover && peak > bpeak)) {
         bc = c;
         bi = i;
@@ -122,12 +109,12 @@ hak_segment_t* _hak_bigcache_take(size_t need) {
   return seg;
 }
 
-/* For a block growing by realloc: a cached segment whose mapping holds
- * `need` bytes and whose touched extent covers `extent` bytes (header
- * included), of any larger class; of the smallest class that has one, the
- * least touched.  The grown block moves
- * its pages into it and grows into resident memory instead of faulting in
- * fresh pages (a growing buffer usually keeps growing). */
+/* For a block growing by realloc (or a site whose blocks do): a cached
+ * segment whose mapping holds `need` bytes and whose touched extent covers
+ * `extent` bytes (header included), of any larger class; of the smallest
+ * class that has one, the least touched.  The block grows into resident
+ * memory instead of faulting in fresh pages (a growing buffer usually keeps
+ * growing). */
 hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent) {
   if (hak_load_relaxed(&bc_bytes) == 0) return NULL;
   hak_segment_t* seg = NULL;

@@ -168,7 +168,9 @@ typedef struct hak_segment_s {
   size_t large_peak;                 /* largest size this mapping served (touched extent) */
   size_t guard_off;                  /* secure: offset of the PROT_NONE page after the block */
   uint32_t site;                     /* call-site entry of a large block (HAK_SITES: none) */
-  uint8_t prefaulted, site_cached, _p8[2];
+  uint8_t prefaulted, site_cached;
+  uint8_t pieced;                    /* two mappings moved together: mremap cannot grow it */
+  uint8_t _p8;
   uint64_t site_clock;               /* site clock at allocation */
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;

@@ -129,6 +129,7 @@ static void prefault(hak_segment_t* seg, void* p, size_t size) {
  * aligned range.  Returns the segment (moved or not) or NULL, when it is
  * unchanged.  The caller accounts the bytes. */
 static hak_segment_t* large_grow_map(hak_segment_t* seg, size_t new_map) {
+  if (seg->pieced) return NULL;
   size_t grown = _hak_bigcache_map_size(new_map);
   if (_hak_os_remap(seg, seg->map_size, grown, 0, NULL) != NULL ||
       (grown != new_map && _hak_os_remap(seg, seg->map_size, grown = new_map, 0, NULL) != NULL)) {
@@ -189,11 +190,6 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     } else {
       seg = _hak_bigcache_take(need);
     }
-    if (seg != NULL && seg->map_size < need) {   /* a smaller, mostly touched block: grow it */
-      hak_segment_t* g = large_grow_map(seg, need);
-      if (g == NULL) _hak_release_large(seg);
-      seg = g;
-    }
     if (seg == NULL) seg = _hak_batch_take(need);
   }
   if (seg == NULL) {
@@ -215,6 +211,7 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     _hak_os_reserve = false;
     seg->large_fresh = 1;
     seg->huge_aligned = 0;
+    seg->pieced = 0;
     seg->large_peak = 0;
     large_thp(seg);
   }
@@ -350,17 +347,20 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
       size_t len = hak_align_up(off + (seg->large_peak > seg->large_size ? seg->large_peak : seg->large_size), HAK_OS_PAGE);
       if (len > seg->map_size) len = seg->map_size;
       size_t old_map = seg->map_size, b_map = b->map_size, b_peak = b->large_peak;
+      uint8_t b_pieced = b->pieced;
       bool moved;
       if (len - off <= LARGE_COPY_MAX) {
         /* small yet: copy it, which keeps b one mapping (mremap cannot
          * later grow a range made of two moved pieces) */
         memcpy(b, seg, sizeof *seg);
+        b->pieced = b_pieced;
         memcpy((uint8_t*)b + off, p, usable);
         _hak_os_unmap(seg, old_map);
         moved = true;
       } else {
         moved = _hak_os_remap(seg, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, b) == b;
         if (moved && old_map > len) _hak_os_unmap((uint8_t*)seg + len, old_map - len);
+        if (moved) b->pieced = 1;
       }
       if (moved) {
         _hak_segmap_set(seg, false);
