@@ -397,9 +397,9 @@ size_t _hak_sites_report(char* buf, size_t cap, int top) {
       _hak_snprintf(sym, sizeof sym, "%s+0x%lx", info.dli_fname, (unsigned long)(ra - (uintptr_t)info.dli_fbase));
     len += (size_t)_hak_snprintf(
         buf + len, cap - len,
-        "  site %p %-28.28s allocs=%llu frees=%llu bytes=%llu size=%zu..%zu reuse=%.0f life=%.0f touch=%.2f faults~%llu strategy=%s changes=%u\n",
+        "  site %p %-28.28s allocs=%llu frees=%llu bytes=%llu size=%zu..%zu final=%.0f reuse=%.0f life=%.0f touch=%.2f faults~%llu strategy=%s changes=%u\n",
         (void*)ra, bi == 0 ? "(other sites)" : sym, (unsigned long long)s->allocs, (unsigned long long)s->frees,
-        (unsigned long long)s->bytes, s->min_size == SIZE_MAX ? 0 : s->min_size, s->max_size, s->reuse_ewma,
+        (unsigned long long)s->bytes, s->min_size == SIZE_MAX ? 0 : s->min_size, s->max_size, s->final_ewma, s->reuse_ewma,
         s->life_ewma, s->samples ? s->touch_ewma : 1.0, (unsigned long long)s->faults_est, strat_names[s->strategy],
         s->changes);
     shown++;
