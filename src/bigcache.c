@@ -66,14 +66,6 @@ static hak_segment_t* bc_remove_locked(size_t c, size_t i) {
   return seg;
 }
 
-/* A block left the cache: its site's share shrinks. */
-static void bc_left(hak_segment_t* seg) {
-  if (seg->site_cached) {
-    seg->site_cached = 0;
-    _hak_site_uncached(seg->site);
-  }
-}
-
 /* Take a cached segment whose mapping holds `need` bytes (header included). */
 hak_segment_t* _hak_bigcache_take(size_t need) {
   if (hak_load_relaxed(&bc_bytes) == 0) {
@@ -105,7 +97,6 @@ hak_segment_t* _hak_bigcache_take(size_t need) {
   if (bc < BC_CLASSES) seg = bc_remove_locked(bc, bi);
   pthread_mutex_unlock(&bc_lock);
   atomic_fetch_add_explicit(seg ? &bc_hits : &bc_misses, 1, memory_order_relaxed);
-  if (seg) bc_left(seg);
   return seg;
 }
 
@@ -133,10 +124,7 @@ hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent) {
   }
   if (bc < BC_CLASSES) seg = bc_remove_locked(bc, bi);
   pthread_mutex_unlock(&bc_lock);
-  if (seg) {
-    atomic_fetch_add_explicit(&bc_hits, 1, memory_order_relaxed);
-    bc_left(seg);
-  }
+  if (seg) atomic_fetch_add_explicit(&bc_hits, 1, memory_order_relaxed);
   return seg;
 }
 
@@ -175,10 +163,7 @@ bool _hak_bigcache_put(hak_segment_t* seg) {
   }
   pthread_mutex_unlock(&bc_lock);
   if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
-  for (size_t i = 0; i < nev; i++) {
-    bc_left(evicted[i]);
-    _hak_release_large(evicted[i]);
-  }
+  for (size_t i = 0; i < nev; i++) _hak_release_large(evicted[i]);
   return ok;
 }
 
@@ -195,10 +180,7 @@ void _hak_bigcache_expire(uint64_t max_age_ms) {
     }
     pthread_mutex_unlock(&bc_lock);
     if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
-    for (size_t i = 0; i < nev; i++) {
-      bc_left(evicted[i]);
-      _hak_release_large(evicted[i]);
-    }
+    for (size_t i = 0; i < nev; i++) _hak_release_large(evicted[i]);
     if (nev < 16) return;
   }
 }

@@ -168,9 +168,9 @@ typedef struct hak_segment_s {
   size_t large_peak;                 /* largest size this mapping served (touched extent) */
   size_t guard_off;                  /* secure: offset of the PROT_NONE page after the block */
   uint32_t site;                     /* call-site entry of a large block (HAK_SITES: none) */
-  uint8_t prefaulted, site_cached;
+  uint8_t prefaulted;
   uint8_t pieced;                    /* two mappings moved together: mremap cannot grow it */
-  uint8_t _p8;
+  uint8_t _p8[2];
   uint64_t site_clock;               /* site clock at allocation */
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;
@@ -315,7 +315,6 @@ int  _hak_site_before_alloc(uint32_t idx, uint64_t* t0, bool* long_lived, size_t
 void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before);
 int  _hak_site_on_free(hak_segment_t* seg, uint64_t* t0);
 void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident);
-void _hak_site_uncached(uint32_t idx);
 size_t _hak_sites_used(void);
 size_t _hak_sites_report(char* buf, size_t cap, int top);
 int  _hak_site_strategy_of(uintptr_t ra);

@@ -241,7 +241,6 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     prefault(seg, p, size);
   seg->large_fresh = 0;
   seg->site = sidx;
-  seg->site_cached = 0;
   if (sidx != HAK_SITE_NONE) _hak_site_after_alloc(sidx, seg, size, t0, resident_before);
   return p;
 }
@@ -281,12 +280,8 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     bool cached = false;
     size_t resident = hak_large_resident(seg);
     if (st == HAK_STRAT_CACHE || st == HAK_STRAT_PREFAULT) {
-      seg->site_cached = 1;
       cached = _hak_bigcache_put(seg);
-      if (!cached) {
-        seg->site_cached = 0;
-        _hak_release_large(seg);
-      }
+      if (!cached) _hak_release_large(seg);
     } else if (st == HAK_STRAT_RELEASE || st == HAK_STRAT_POPULATE) {
       _hak_unmap_large(seg);
     } else {

@@ -26,7 +26,6 @@
 
 #define SITE_PROBE 8
 #define SITE_FIFO 8
-#define SITE_RING_MAX 16
 #define SITE_LONG_LIFE 16.0   /* large operations: a block living longer is long-lived */
 
 typedef struct {
@@ -47,9 +46,6 @@ typedef struct hak_site_s {
   double life_ewma;                  /* large ops between alloc and free */
   double touch_ewma;                 /* fraction of a block's pages touched (sampled) */
   double final_ewma;                 /* size of its blocks when freed (after realloc growth) */
-  double streak_ewma;                /* frees in a row before the next alloc: ring size */
-  uint32_t streak;
-  uint32_t cached;                   /* blocks of this site in the BigCache now */
   uint64_t faults_est;               /* estimated page faults taken by its allocations */
   uint64_t samples;
   /* learning */
@@ -236,10 +232,6 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
   s->bytes += size;
   if (size < s->min_size) s->min_size = size;
   if (size > s->max_size) s->max_size = size;
-  if (s->streak) {
-    ewma(&s->streak_ewma, s->streak, 0.1);
-    s->streak = 0;
-  }
   if (s->last_free_clock) ewma(&s->reuse_ewma, (double)(clock - s->last_free_clock), 0.1);
   /* faults this block will take: the touched share of it beyond what was resident */
   double touch = s->samples ? s->touch_ewma : 1.0;
@@ -259,53 +251,51 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
   site_unlock(s);
 }
 
+/* The fraction of a block's pages that are resident: one mincore call over
+ * a small block, four windows spread over a big one; -1 when unknown. */
+static double touch_fraction(const hak_segment_t* seg) {
+  enum { WIN = 256, NWIN = 4 };
+  uint8_t vec[WIN * NWIN];
+  uint8_t* base = (uint8_t*)seg + hak_align_up(seg->large_off, HAK_OS_PAGE);
+  size_t pages = hak_align_up(seg->large_size, HAK_OS_PAGE) / HAK_OS_PAGE;
+  size_t in = 0, n = 0;
+  if (pages <= WIN * NWIN) {
+    if (mincore(base, pages * HAK_OS_PAGE, vec) == 0) n = pages;
+  } else {
+    for (size_t w = 0; w < NWIN; w++) {
+      size_t first = (pages - WIN) * w / (NWIN - 1);
+      if (mincore(base + first * HAK_OS_PAGE, (size_t)WIN * HAK_OS_PAGE, vec + n) == 0) n += WIN;
+    }
+  }
+  for (size_t i = 0; i < n; i++) in += vec[i] & 1;
+  return n ? (double)in / (double)n : -1;
+}
+
 /* At a large free: statistics, then the strategy for this block. */
 int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
   uint32_t idx = seg->site;
   hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
   *t0 = now_ns();
   uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
-  /* sample how much of the block was touched (1 free in 8): one mincore
-   * call over a small block, four windows spread over a big one */
-  double touched = -1;
-  site_lock(s);
-  bool sample = learning() && (s->frees & 7) == 0;
-  site_unlock(s);
-  if (sample && seg->large_size >= HAK_OS_PAGE) {
-    enum { WIN = 256, NWIN = 4 };
-    uint8_t vec[WIN * NWIN];
-    uint8_t* base = (uint8_t*)seg + hak_align_up(seg->large_off, HAK_OS_PAGE);
-    size_t pages = hak_align_up(seg->large_size, HAK_OS_PAGE) / HAK_OS_PAGE;
-    size_t in = 0, n = 0;
-    if (pages <= WIN * NWIN) {
-      if (mincore(base, pages * HAK_OS_PAGE, vec) == 0) n = pages;
-    } else {
-      for (size_t w = 0; w < NWIN; w++) {
-        size_t first = (pages - WIN) * w / (NWIN - 1);
-        if (mincore(base + first * HAK_OS_PAGE, (size_t)WIN * HAK_OS_PAGE, vec + n) == 0) n += WIN;
-      }
-    }
-    for (size_t i = 0; i < n; i++) in += vec[i] & 1;
-    if (n) touched = (double)in / (double)n;
-  }
   site_lock(s);
   s->frees++;
-  s->streak++;
   s->last_free_clock = clock;
   ewma(&s->life_ewma, (double)(clock - seg->site_clock), 0.1);
   ewma(&s->final_ewma, (double)seg->large_size, 0.1);
-  if (touched >= 0) {
-    s->touch_ewma = s->samples ? 0.8 * s->touch_ewma + 0.2 * touched : touched;
-    s->samples++;
-  }
   int st = learning() ? s->strategy : default_strategy();
-  /* the site's share of the BigCache: its learned ring size */
-  if ((st == HAK_STRAT_CACHE || st == HAK_STRAT_PREFAULT) && learning()) {
-    uint32_t ring = (uint32_t)(s->streak_ewma + 1.5);
-    if (ring > SITE_RING_MAX) ring = SITE_RING_MAX;
-    if (s->cached >= ring) st = HAK_STRAT_DECOMMIT;
-  }
+  /* sample how much of the block was touched: 1 free in 8 until the site
+   * has 32 samples, then 1 in 64 (a mincore call costs about a microsecond) */
+  bool sample = learning() && (s->frees & (s->samples < 32 ? 7 : 63)) == 1;
   site_unlock(s);
+  if (sample && seg->large_size >= HAK_OS_PAGE) {
+    double touched = touch_fraction(seg);
+    if (touched >= 0) {
+      site_lock(s);
+      s->touch_ewma = s->samples ? 0.8 * s->touch_ewma + 0.2 * touched : touched;
+      s->samples++;
+      site_unlock(s);
+    }
+  }
   return st;
 }
 
@@ -314,7 +304,6 @@ void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t reside
   hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
   uint64_t t1 = now_ns();
   site_lock(s);
-  if (resident) s->cached++;
   if (learning()) {
     if (s->nfifo == SITE_FIFO) {   /* the oldest never saw a reuse: close it on retention alone */
       site_episode_t e = fifo_pop(s);
@@ -327,14 +316,6 @@ void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t reside
     e->free_ns = t1 - t0;
     e->resident = resident;
   }
-  site_unlock(s);
-}
-
-/* A cached block of the site left the BigCache (reused or evicted). */
-void _hak_site_uncached(uint32_t idx) {
-  hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
-  site_lock(s);
-  if (s->cached) s->cached--;
   site_unlock(s);
 }
 
