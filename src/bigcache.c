@@ -66,26 +66,42 @@ static hak_segment_t* bc_remove_locked(size_t c, size_t i) {
   return seg;
 }
 
-/* Take a cached segment whose mapping holds `need` bytes (header included). */
+/* Blocks whose mapping is smaller than a request may still serve it when
+ * their touched extent covers at least half of it and the request is big:
+ * the caller grows the mapping with mremap (one or two calls) instead of
+ * faulting in pages that are already resident here.  Such blocks exist when
+ * a realloc grew a mapping in place to its exact size (no room for the
+ * headroom) or a shrinking realloc trimmed it. */
+#define BC_GROW_MIN ((size_t)1 << 20)
+
+/* Take a cached segment for a request of `need` bytes (header included).
+ * Its mapping holds `need`, or (need >= BC_GROW_MIN) it is smaller but
+ * mostly touched and the caller must grow it: check seg->map_size. */
 hak_segment_t* _hak_bigcache_take(size_t need) {
   if (hak_load_relaxed(&bc_bytes) == 0) {
     atomic_fetch_add_explicit(&bc_misses, 1, memory_order_relaxed);
     return NULL;
   }
   size_t k = bc_class_ceil(need);
+  size_t lo = need >= BC_GROW_MIN && k >= 8 ? k - 8 : k;   /* down to a quarter of the request */
   hak_segment_t* seg = NULL;
   pthread_mutex_lock(&bc_lock);
   /* Among blocks whose mapping fits (up to 8x the request), prefer the one
    * whose touched extent already covers the request and is smallest (no
    * fault, least idle resident memory), else the most touched one (fewest
-   * faults).  large_peak is the largest size the block ever served. */
+   * faults), which may be a smaller, mostly touched block to be grown
+   * (never one made of two moved pieces: mremap cannot grow those).
+   * large_peak is the largest size the block ever served. */
   size_t bc = BC_CLASSES, bi = 0;
   bool bcover = false;
   size_t bpeak = 0;
-  for (size_t c = k; c < BC_CLASSES && c <= k + 12; c++) {
+  for (size_t c = lo; c < BC_CLASSES && c <= k + 12; c++) {
     for (size_t i = bc_count[c] > BC_SCAN ? bc_count[c] - BC_SCAN : 0; i < bc_count[c]; i++) {
-      size_t peak = bc_ring[c][i].seg->large_peak;
-      bool cover = peak + HAK_LARGE_HDR >= need;
+      hak_segment_t* s = bc_ring[c][i].seg;
+      size_t peak = s->large_peak;
+      bool fits = s->map_size >= need;
+      if (!fits && (s->pieced || 2 * (peak + HAK_LARGE_HDR) < need)) continue;
+      bool cover = fits && peak + HAK_LARGE_HDR >= need;
       if (bc == BC_CLASSES || (cover && (!bcover || peak < bpeak)) || (!cover && !bcover && peak > bpeak)) {
         bc = c;
         bi = i;

@@ -190,6 +190,11 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     } else {
       seg = _hak_bigcache_take(need);
     }
+    if (seg != NULL && seg->map_size < need) {   /* a smaller, mostly touched block: grow it */
+      hak_segment_t* g = large_grow_map(seg, need);
+      if (g == NULL) _hak_release_large(seg);
+      seg = g;
+    }
     if (seg == NULL) seg = _hak_batch_take(need);
   }
   if (seg == NULL) {

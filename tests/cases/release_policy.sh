@@ -20,6 +20,7 @@ run $T calloc_reuse
 for p in speed balanced; do run HAKMEM_PROFILE=$p $T cross_realloc; done
 run HAKMEM_PROFILE=lean HAKMEM_BIGCACHE_MAX_MB=128 $T cross_realloc
 run $T cross_calloc
+run $T cross_grow
 run HAKMEM_PROFILE=lean $T rss_wait
 for p in speed balanced lean; do run HAKMEM_PROFILE=$p $T rss_trim; done
 for p in speed balanced; do run HAKMEM_PROFILE=$p $T steady_calls; done
