@@ -27,6 +27,8 @@
 #define SITE_PROBE 8
 #define SITE_FIFO 8
 #define SITE_LONG_LIFE 16.0   /* large operations: a block living longer is long-lived */
+#define SITE_SETTLED 64       /* episodes after which a site is measured on 1 free in SITE_MEASURE_EVERY */
+#define SITE_MEASURE_EVERY 16
 
 typedef struct {
   uint8_t strategy;
@@ -38,8 +40,17 @@ typedef struct {
 typedef struct hak_site_s {
   _Atomic(uintptr_t) key;            /* return address; 0 = free entry */
   _Atomic(int) lock;
-  /* statistics */
-  uint64_t allocs, frees, bytes;
+  /* read and written without the lock: all a settled site's unmeasured
+   * operations touch (mirrors of fields below, written under the lock) */
+  _Atomic(uint8_t) xstrategy;        /* strategy */
+  _Atomic(uint8_t) xlong;            /* its blocks live long (learned hint) */
+  _Atomic(uint8_t) xsettled;         /* SITE_SETTLED episodes: measure 1 free in SITE_MEASURE_EVERY */
+  _Atomic(uint32_t) xopen;           /* nfifo: an allocation closing an episode is measured */
+  _Atomic(uint32_t) xtick;           /* frees since settled */
+  _Atomic(size_t) xfinal;            /* size its blocks have when freed (learned hint), 0: none */
+  _Atomic(uint64_t) xallocs, xfrees, xbytes;
+  /* statistics (of measured operations) */
+  uint64_t frees;
   size_t min_size, max_size;
   uint64_t last_free_clock;
   double reuse_ewma;                 /* large ops between a free and the next alloc here */
@@ -95,6 +106,7 @@ static site_episode_t fifo_pop(hak_site_t* s) {
   site_episode_t e = s->fifo[0];
   memmove(&s->fifo[0], &s->fifo[1], sizeof(site_episode_t) * (size_t)(s->nfifo - 1));
   s->nfifo--;
+  hak_store_relaxed(&s->xopen, s->nfifo);
   return e;
 }
 
@@ -125,6 +137,7 @@ uint32_t _hak_site_index(uintptr_t ra) {
       if (atomic_compare_exchange_strong(&s->key, &expect, ra) || expect == ra) {
         if (expect == 0) {
           s->strategy = (uint8_t)default_strategy();
+          hak_store_relaxed(&s->xstrategy, s->strategy);
           s->rng = (uint64_t)hak_opt(LEARN_SEED) ^ (uint64_t)ra;
           s->min_size = SIZE_MAX;
           atomic_fetch_add_explicit(&site_used, 1, memory_order_relaxed);
@@ -191,6 +204,7 @@ static void choose(hak_site_t* s, uintptr_t ra) {
     }
   }
   s->strategy = (uint8_t)best;
+  hak_store_relaxed(&s->xstrategy, s->strategy);
   if (best != old) {
     s->changes++;
     if (hak_opt(LEARN_LOG))
@@ -207,29 +221,29 @@ static void choose(hak_site_t* s, uintptr_t ra) {
  * pages beyond its size: they would idle for the block's life); and the size
  * its blocks usually have when freed (larger than requested when they grow
  * by realloc: such a block is best served by a cached block that already
- * covers what it will grow to).  Both hints are learned: 0 when not learning. */
+ * covers what it will grow to).  Both hints are learned: 0 when not learning.
+ * *t0 is the start time when this allocation is measured (it closes an
+ * episode, or the site is not settled yet), else 0.  No lock. */
 int _hak_site_before_alloc(uint32_t idx, uint64_t* t0, bool* long_lived, size_t* final_size) {
   hak_site_t* s = &site_tab[idx];
-  *t0 = now_ns();
-  site_lock(s);
-  int st = learning() ? s->strategy : default_strategy();
-  bool known = learning() && s->frees >= (uint64_t)hak_opt(LEARN_MIN_EVENTS);
-  *long_lived = known && s->life_ewma >= SITE_LONG_LIFE;
-  *final_size = known ? (size_t)s->final_ewma : 0;
-  site_unlock(s);
-  return st;
+  bool measure = !hak_load_relaxed(&s->xsettled) || hak_load_relaxed(&s->xopen);
+  *t0 = measure ? now_ns() : 0;
+  *long_lived = hak_load_relaxed(&s->xlong);
+  *final_size = hak_load_relaxed(&s->xfinal);
+  return learning() ? hak_load_relaxed(&s->xstrategy) : default_strategy();
 }
 
 /* After it: statistics, and the episode the site's last free opened. */
 void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before) {
   hak_site_t* s = &site_tab[idx];
-  uint64_t t1 = now_ns();
   uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
   seg->site = idx;
   seg->site_clock = clock;
+  atomic_fetch_add_explicit(&s->xallocs, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->xbytes, size, memory_order_relaxed);
+  if (t0 == 0) return;   /* not measured */
+  uint64_t t1 = now_ns();
   site_lock(s);
-  s->allocs++;
-  s->bytes += size;
   if (size < s->min_size) s->min_size = size;
   if (size > s->max_size) s->max_size = size;
   if (s->last_free_clock) ewma(&s->reuse_ewma, (double)(clock - s->last_free_clock), 0.1);
@@ -246,6 +260,7 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
                   byte_weight() * ((double)e.resident / 1048576.0) * held_s;
     rate(s, e.strategy, cost, 0.1);
     s->episodes++;
+    if (s->episodes >= SITE_SETTLED) hak_store_relaxed(&s->xsettled, 1);
     choose(s, hak_load_relaxed(&s->key));
   }
   site_unlock(s);
@@ -271,10 +286,19 @@ static double touch_fraction(const hak_segment_t* seg) {
   return n ? (double)in / (double)n : -1;
 }
 
-/* At a large free: statistics, then the strategy for this block. */
+/* At a large free: statistics, then the strategy for this block.  A
+ * settled site measures (times, samples, opens an episode for) only 1 free
+ * in SITE_MEASURE_EVERY: the others take no lock and read no clock; *t0 is
+ * 0 for them. */
 int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
   uint32_t idx = seg->site;
   hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
+  atomic_fetch_add_explicit(&s->xfrees, 1, memory_order_relaxed);
+  if (hak_load_relaxed(&s->xsettled) &&
+      atomic_fetch_add_explicit(&s->xtick, 1, memory_order_relaxed) % SITE_MEASURE_EVERY != 0) {
+    *t0 = 0;
+    return learning() ? hak_load_relaxed(&s->xstrategy) : default_strategy();
+  }
   *t0 = now_ns();
   uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
   site_lock(s);
@@ -282,9 +306,14 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
   s->last_free_clock = clock;
   ewma(&s->life_ewma, (double)(clock - seg->site_clock), 0.1);
   ewma(&s->final_ewma, (double)seg->large_size, 0.1);
+  if (learning() && s->frees >= (uint64_t)hak_opt(LEARN_MIN_EVENTS)) {
+    hak_store_relaxed(&s->xlong, s->life_ewma >= SITE_LONG_LIFE);
+    hak_store_relaxed(&s->xfinal, (size_t)s->final_ewma);
+  }
   int st = learning() ? s->strategy : default_strategy();
-  /* sample how much of the block was touched: 1 free in 8 until the site
-   * has 32 samples, then 1 in 64 (a mincore call costs about a microsecond) */
+  /* sample how much of the block was touched: 1 measured free in 8 until
+   * the site has 32 samples, then 1 in 64 (a mincore call costs about a
+   * microsecond) */
   bool sample = learning() && (s->frees & (s->samples < 32 ? 7 : 63)) == 1;
   site_unlock(s);
   if (sample && seg->large_size >= HAK_OS_PAGE) {
@@ -301,6 +330,7 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
 
 /* After the free: record the episode it opens. */
 void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident) {
+  if (t0 == 0) return;   /* not measured */
   hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
   uint64_t t1 = now_ns();
   site_lock(s);
@@ -315,6 +345,7 @@ void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t reside
     e->t_ns = t1;
     e->free_ns = t1 - t0;
     e->resident = resident;
+    hak_store_relaxed(&s->xopen, s->nfifo);
   }
   site_unlock(s);
 }
@@ -348,7 +379,7 @@ size_t _hak_sites_used(void) { return hak_load_relaxed(&site_used); }
 
 int _hak_site_strategy_of(uintptr_t ra) {
   for (uint32_t i = 1; i < HAK_SITES; i++)
-    if (hak_load_relaxed(&site_tab[i].key) == ra) return site_tab[i].strategy;
+    if (hak_load_relaxed(&site_tab[i].key) == ra) return hak_load_relaxed(&site_tab[i].xstrategy);
   return -1;
 }
 
@@ -363,7 +394,7 @@ size_t _hak_sites_report(char* buf, size_t cap, int top) {
     uint64_t best = 0;
     int bi = -1;
     for (int i = 0; i < HAK_SITES; i++) {
-      uint64_t b = site_tab[i].bytes;
+      uint64_t b = hak_load_relaxed(&site_tab[i].xbytes);
       if (b > best && b < last) best = b, bi = i;
     }
     if (bi < 0) break;
@@ -379,9 +410,9 @@ size_t _hak_sites_report(char* buf, size_t cap, int top) {
     len += (size_t)_hak_snprintf(
         buf + len, cap - len,
         "  site %p %-28.28s allocs=%llu frees=%llu bytes=%llu size=%zu..%zu final=%.0f reuse=%.0f life=%.0f touch=%.2f faults~%llu strategy=%s changes=%u\n",
-        (void*)ra, bi == 0 ? "(other sites)" : sym, (unsigned long long)s->allocs, (unsigned long long)s->frees,
-        (unsigned long long)s->bytes, s->min_size == SIZE_MAX ? 0 : s->min_size, s->max_size, s->final_ewma, s->reuse_ewma,
-        s->life_ewma, s->samples ? s->touch_ewma : 1.0, (unsigned long long)s->faults_est, strat_names[s->strategy],
+        (void*)ra, bi == 0 ? "(other sites)" : sym, (unsigned long long)hak_load_relaxed(&s->xallocs),
+        (unsigned long long)hak_load_relaxed(&s->xfrees), (unsigned long long)hak_load_relaxed(&s->xbytes), s->min_size == SIZE_MAX ? 0 : s->min_size, s->max_size, s->final_ewma, s->reuse_ewma,
+        s->life_ewma, s->samples ? s->touch_ewma : 1.0, (unsigned long long)s->faults_est, strat_names[hak_load_relaxed(&s->xstrategy)],
         s->changes);
     shown++;
   }
