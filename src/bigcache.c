@@ -20,6 +20,8 @@ typedef struct {
 static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
 static bc_entry_t bc_ring[BC_CLASSES][BC_WAYS];   /* oldest first */
 static uint8_t bc_count[BC_CLASSES];
+static uint64_t bc_nonempty;                      /* bit c: bc_count[c] > 0 */
+_Static_assert(BC_CLASSES <= 64, "class mask");
 static _Atomic(size_t) bc_bytes;
 static _Atomic(uint64_t) bc_hits, bc_misses, bc_evictions;
 static size_t bc_total_entries;
@@ -56,11 +58,19 @@ static uint64_t max_bytes(void) { return (uint64_t)hak_opt(BIGCACHE_MAX_MB) << 2
 
 static size_t resident(const hak_segment_t* seg) { return hak_large_resident(seg); }
 
+/* The non-empty classes among lo..hi (lock held). */
+static uint64_t classes_in(size_t lo, size_t hi) {
+  if (lo >= BC_CLASSES) return 0;
+  if (hi >= BC_CLASSES) hi = BC_CLASSES - 1;
+  uint64_t upto = hi >= 63 ? ~(uint64_t)0 : ((uint64_t)1 << (hi + 1)) - 1;
+  return bc_nonempty & upto & ~(((uint64_t)1 << lo) - 1);
+}
+
 /* Take entry i out of class c's ring (lock held). */
 static hak_segment_t* bc_remove_locked(size_t c, size_t i) {
   hak_segment_t* seg = bc_ring[c][i].seg;
   memmove(&bc_ring[c][i], &bc_ring[c][i + 1], sizeof(bc_entry_t) * (size_t)(bc_count[c] - i - 1));
-  bc_count[c]--;
+  if (--bc_count[c] == 0) bc_nonempty &= ~((uint64_t)1 << c);
   bc_total_entries--;
   atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
   return seg;
@@ -95,7 +105,8 @@ hak_segment_t* _hak_bigcache_take(size_t need) {
   size_t bc = BC_CLASSES, bi = 0;
   bool bcover = false;
   size_t bpeak = 0;
-  for (size_t c = lo; c < BC_CLASSES && c <= k + 12; c++) {
+  for (uint64_t m = classes_in(lo, k + 12); m; m &= m - 1) {
+    size_t c = (size_t)__builtin_ctzll(m);
     for (size_t i = bc_count[c] > BC_SCAN ? bc_count[c] - BC_SCAN : 0; i < bc_count[c]; i++) {
       hak_segment_t* s = bc_ring[c][i].seg;
       size_t peak = s->large_peak;
@@ -127,7 +138,8 @@ hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent) {
   hak_segment_t* seg = NULL;
   pthread_mutex_lock(&bc_lock);
   size_t bc = BC_CLASSES, bi = 0, bpeak = SIZE_MAX;
-  for (size_t c = bc_class_ceil(need); c < BC_CLASSES; c++) {
+  for (uint64_t m = classes_in(bc_class_ceil(need), BC_CLASSES - 1); m; m &= m - 1) {
+    size_t c = (size_t)__builtin_ctzll(m);
     for (size_t i = bc_count[c] > BC_SCAN ? bc_count[c] - BC_SCAN : 0; i < bc_count[c]; i++) {
       hak_segment_t* s = bc_ring[c][i].seg;
       if (s->map_size >= need && s->large_peak + HAK_LARGE_HDR >= extent && s->large_peak < bpeak) {
@@ -174,6 +186,7 @@ bool _hak_bigcache_put(hak_segment_t* seg) {
     bc_ring[k][bc_count[k]].seg = seg;
     bc_ring[k][bc_count[k]].t_ms = now;
     bc_count[k]++;
+    bc_nonempty |= (uint64_t)1 << k;
     bc_total_entries++;
     atomic_fetch_add_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
   }
