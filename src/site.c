@@ -160,16 +160,16 @@ static double byte_weight(void) { return (double)hak_opt(LEARN_BYTE_COST); }
 static bool keeps(int k) { return k == HAK_STRAT_CACHE || k == HAK_STRAT_PREFAULT; }
 
 /* A lower bound of the cost of a strategy that gives the block back: the
- * site's next block faults its touched pages in again, which the cost
- * model charges FAULT_NS each (release, decommit); "populate" maps them in
- * one call, charged by its measured time, bounded here by half that (zeroing
- * a page is most of a fault).  A strategy that cannot beat the best rating
- * so far is neither tried nor explored: trying "release" on a site whose
- * 50 MiB blocks are reused costs 12,000 page faults to learn nothing. */
-static double give_back_bound(const hak_site_t* s, int k) {
+ * site's next block faults its touched pages in again, which the cost model
+ * charges FAULT_NS each (release, decommit); "populate" maps them in one
+ * call, charged by its measured time, which was never below FAULT_NS a page
+ * on our machines (it zeroes the pages as faults do).  A strategy that
+ * cannot beat the best rating so far is neither tried nor explored: trying
+ * "release" on a site whose 50 MiB blocks are reused costs 12,000 page
+ * faults to learn nothing. */
+static double give_back_bound(const hak_site_t* s) {
   double touch = s->samples ? s->touch_ewma : 1.0;
-  double pages = touch * s->final_ewma / HAK_OS_PAGE;
-  return pages * FAULT_NS * (k == HAK_STRAT_POPULATE ? 0.5 : 1.0);
+  return touch * s->final_ewma / HAK_OS_PAGE * FAULT_NS;
 }
 
 static void choose(hak_site_t* s, uintptr_t ra) {
@@ -183,10 +183,11 @@ static void choose(hak_site_t* s, uintptr_t ra) {
     int rated = -1;
     for (int k = 0; k < HAK_STRAT_COUNT; k++)
       if (s->tries[k] && (rated < 0 || s->cost[k] < s->cost[rated])) rated = k;
+    double bound = give_back_bound(s);
     bool ok[HAK_STRAT_COUNT];
     int nok = 0;
     for (int k = 0; k < HAK_STRAT_COUNT; k++) {
-      ok[k] = keeps(k) || rated < 0 || give_back_bound(s, k) < s->cost[rated];
+      ok[k] = keeps(k) || rated < 0 || bound < s->cost[rated];
       nok += ok[k];
     }
     for (int i = 0; i < HAK_STRAT_COUNT && best < 0; i++)   /* try each admissible one once, keeping ones first */
