@@ -349,9 +349,10 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
       size_t old_map = seg->map_size, b_map = b->map_size, b_peak = b->large_peak;
       uint8_t b_pieced = b->pieced;
       bool moved;
-      if (len - off <= LARGE_COPY_MAX) {
-        /* small yet: copy it, which keeps b one mapping (mremap cannot
-         * later grow a range made of two moved pieces) */
+      if (len - off <= LARGE_COPY_MAX || seg->pieced) {
+        /* small yet (or two pieces, which mremap cannot move as one): copy
+         * it, which keeps b one mapping (mremap cannot later grow a range
+         * made of two moved pieces) */
         memcpy(b, seg, sizeof *seg);
         b->pieced = b_pieced;
         memcpy((uint8_t*)b + off, p, usable);
