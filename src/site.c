@@ -110,8 +110,13 @@ static site_episode_t fifo_pop(hak_site_t* s) {
   return e;
 }
 
-/* Fold an episode's cost into its strategy's rating (weight w). */
+/* Fold an episode's cost into its strategy's rating (weight w).  A cost
+ * above 4x the rating counts as 4x: one episode during which the thread was
+ * descheduled (its allocator time then includes someone else's) must not
+ * make a strategy look 40x dearer; a real change still shows, 30 % per
+ * episode. */
 static void rate(hak_site_t* s, int k, double cost, double w) {
+  if (s->tries[k] && cost > 4 * s->cost[k]) cost = 4 * s->cost[k];
   s->cost[k] = s->tries[k] == 0 ? cost : (1 - w) * s->cost[k] + w * cost;
   s->tries[k]++;
 }
