@@ -6,19 +6,25 @@
  *   memory is bounded whatever the program does.
  * - Only large blocks (> 128 KiB) consult the table: the small-object fast
  *   paths do not change at all.
- * - Strategies for a freed block: keep it in the BigCache (the site's share
- *   of it is bounded by a learned ring size), release it to the OS at once,
+ * - Strategies for a freed block: keep it in the BigCache (bounded by its
+ *   byte budget and age, shared by all sites), release it to the OS at once,
  *   keep the mapping but decommit it, keep it and pre-fault the pages of
  *   new blocks of this site (for sites whose blocks are fully touched), or
  *   pre-fault new blocks and release freed ones ("populate": big buffers
  *   written once, not worth keeping, cheaper faulted in one call).
- * - Learning: each free starts an episode that the site's next allocation
- *   closes; its cost is the time spent in the allocator, the page faults the
- *   allocation will take (estimated from how much of the site's blocks are
- *   touched, sampled with mincore), and the bytes kept resident meanwhile,
- *   weighted by the profile.  Each strategy keeps a moving average of its
- *   episode costs; the site plays the best one, explores with a probability
- *   that decays, from a per-site generator seeded by HAKMEM_LEARN_SEED. */
+ * - Learning: each measured free starts an episode that the site's next
+ *   allocation closes; its cost is the time spent in the allocator, the page
+ *   faults the allocation will take (estimated from how much of the site's
+ *   blocks are touched, sampled with mincore), and the bytes kept resident
+ *   meanwhile, weighted by the profile.  Each strategy keeps a moving average
+ *   of its (outlier-clipped) episode costs; the site plays the best one,
+ *   tries and explores only strategies that could beat it (a lower bound for
+ *   those that give the block back), with a probability that decays, from a
+ *   per-site generator seeded by HAKMEM_LEARN_SEED.
+ * - Hints learned on the way: long-lived sites, and the size a site's blocks
+ *   reach by realloc (large.c uses both).
+ * - Cost: a settled site measures one free in SITE_MEASURE_EVERY; its other
+ *   operations read relaxed atomics only (no lock, no clock). */
 #include "internal.h"
 #include <dlfcn.h>
 #include <sys/mman.h>
