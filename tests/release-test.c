@@ -1,5 +1,6 @@
-/* Tests of the large-block and release machinery (BigCache, release batch,
- * decommit modes, profiles, malloc_trim, THP, OS calls in steady state).
+/* Tests of the large-block and release machinery (BigCache and its
+ * cross-size reuse, release batch, decommit modes, profiles, malloc_trim,
+ * THP, OS calls in steady state).
  * Linked against build/libhakmem.a; one scenario per run: release-test NAME.
  * The case script sets the environment (profiles, overrides) per scenario. */
 #define _GNU_SOURCE
