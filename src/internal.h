@@ -171,7 +171,9 @@ typedef struct hak_segment_s {
   size_t large_peak;                 /* largest size this mapping served (touched extent) */
   size_t guard_off;                  /* secure: offset of the PROT_NONE page after the block */
   uint32_t site;                     /* call-site entry of a large block (HAK_SITES: none) */
-  uint8_t prefaulted, site_cached, _p8[2];
+  uint8_t prefaulted;
+  uint8_t pieced;                    /* two mappings moved together: mremap cannot grow it */
+  uint8_t _p8[2];
   uint64_t site_clock;               /* site clock at allocation */
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;
@@ -325,11 +327,10 @@ hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
 #define HAK_SITES 1024
 #define HAK_SITE_NONE HAK_SITES
 uint32_t _hak_site_index(uintptr_t ra);
-int  _hak_site_before_alloc(uint32_t idx, uint64_t* t0);
+int  _hak_site_before_alloc(uint32_t idx, uint64_t* t0, bool* long_lived, size_t* final_size);
 void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before);
 int  _hak_site_on_free(hak_segment_t* seg, uint64_t* t0);
 void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident);
-void _hak_site_uncached(uint32_t idx);
 size_t _hak_sites_used(void);
 size_t _hak_sites_report(char* buf, size_t cap, int top);
 int  _hak_site_strategy_of(uintptr_t ra);
@@ -340,6 +341,7 @@ void _hak_unmap_large(hak_segment_t* seg);
 /* bigcache.c */
 size_t _hak_bigcache_map_size(size_t need);
 hak_segment_t* _hak_bigcache_take(size_t need);
+hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent);
 bool  _hak_bigcache_put(hak_segment_t* seg);
 void  _hak_bigcache_expire(uint64_t max_age_ms);
 void  _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, size_t* bytes);
