@@ -127,22 +127,48 @@ hak_segment_t* _hak_bigcache_take(size_t need) {
   return seg;
 }
 
+/* Resident bytes beyond their need in live blocks that take_cover handed
+ * out (a small growing buffer moved into a big cached block keeps that
+ * block's touched pages).  Bounded by the cache's byte budget: without a
+ * bound, small long-lived buffers could each pin a huge block's pages, which
+ * the cache would have released after its delay. */
+static _Atomic(size_t) bc_pinned;
+
+static size_t excess(const hak_segment_t* seg, size_t extent) {
+  size_t r = resident(seg);
+  return r > extent ? r - extent : 0;
+}
+
+/* The block now needs `extent` bytes (SIZE_MAX: it is being freed): what
+ * it pins shrinks accordingly. */
+void _hak_bigcache_unpin(hak_segment_t* seg, size_t extent) {
+  if (seg->pinned == 0) return;
+  size_t ex = extent == SIZE_MAX ? 0 : excess(seg, extent);
+  if (ex < seg->pinned) {
+    atomic_fetch_sub_explicit(&bc_pinned, seg->pinned - ex, memory_order_relaxed);
+    seg->pinned = ex;
+  }
+}
+
 /* For a block growing by realloc (or a site whose blocks do): a cached
  * segment whose mapping holds `need` bytes and whose touched extent covers
- * `extent` bytes (header included), of any larger class; of the smallest
+ * `extent` bytes (header included), of any larger class, as long as its
+ * touched pages beyond `extent` fit the pinned budget; of the smallest
  * class that has one, the least touched.  The block grows into resident
  * memory instead of faulting in fresh pages (a growing buffer usually keeps
  * growing). */
 hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent) {
   if (hak_load_relaxed(&bc_bytes) == 0) return NULL;
   hak_segment_t* seg = NULL;
+  size_t room = max_bytes() > hak_load_relaxed(&bc_pinned) ? max_bytes() - hak_load_relaxed(&bc_pinned) : 0;
   pthread_mutex_lock(&bc_lock);
   size_t bc = BC_CLASSES, bi = 0, bpeak = SIZE_MAX;
   for (uint64_t m = classes_in(bc_class_ceil(need), BC_CLASSES - 1); m; m &= m - 1) {
     size_t c = (size_t)__builtin_ctzll(m);
     for (size_t i = bc_count[c] > BC_SCAN ? bc_count[c] - BC_SCAN : 0; i < bc_count[c]; i++) {
       hak_segment_t* s = bc_ring[c][i].seg;
-      if (s->map_size >= need && s->large_peak + HAK_LARGE_HDR >= extent && s->large_peak < bpeak) {
+      if (s->map_size >= need && s->large_peak + HAK_LARGE_HDR >= extent && s->large_peak < bpeak &&
+          excess(s, extent) <= room) {
         bc = c;
         bi = i;
         bpeak = s->large_peak;
@@ -152,7 +178,11 @@ hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent) {
   }
   if (bc < BC_CLASSES) seg = bc_remove_locked(bc, bi);
   pthread_mutex_unlock(&bc_lock);
-  if (seg) atomic_fetch_add_explicit(&bc_hits, 1, memory_order_relaxed);
+  if (seg) {
+    seg->pinned = excess(seg, extent);
+    atomic_fetch_add_explicit(&bc_pinned, seg->pinned, memory_order_relaxed);
+    atomic_fetch_add_explicit(&bc_hits, 1, memory_order_relaxed);
+  }
   return seg;
 }
 

@@ -173,6 +173,7 @@ typedef struct hak_segment_s {
   uint32_t site;                     /* call-site entry of a large block (HAK_SITES: none) */
   uint8_t prefaulted;
   uint8_t pieced;                    /* two mappings moved together: mremap cannot grow it */
+  size_t pinned;                     /* resident bytes beyond its need, taken from the BigCache (see take_cover) */
   uint8_t _p8[2];
   uint64_t site_clock;               /* site clock at allocation */
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
@@ -342,6 +343,7 @@ void _hak_unmap_large(hak_segment_t* seg);
 size_t _hak_bigcache_map_size(size_t need);
 hak_segment_t* _hak_bigcache_take(size_t need);
 hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent);
+void  _hak_bigcache_unpin(hak_segment_t* seg, size_t extent);
 bool  _hak_bigcache_put(hak_segment_t* seg);
 void  _hak_bigcache_expire(uint64_t max_age_ms);
 void  _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, size_t* bytes);

@@ -263,6 +263,7 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     return;
   }
   seg->used_pages = 0;
+  _hak_bigcache_unpin(seg, SIZE_MAX);
   if (seg->guard_off) {
     _hak_os_protect((uint8_t*)seg + seg->guard_off, HAK_OS_PAGE, PROT_READ | PROT_WRITE);
     seg->guard_off = 0;
@@ -336,6 +337,7 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
     }
     seg->large_size = size;
     if (size > seg->large_peak) seg->large_peak = size;
+    _hak_bigcache_unpin(seg, off + size);
     return p;
   }
   /* a cached block whose touched extent covers the new size: move the
@@ -346,7 +348,7 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
     if (b != NULL) {
       size_t len = hak_align_up(off + (seg->large_peak > seg->large_size ? seg->large_peak : seg->large_size), HAK_OS_PAGE);
       if (len > seg->map_size) len = seg->map_size;
-      size_t old_map = seg->map_size, b_map = b->map_size, b_peak = b->large_peak;
+      size_t old_map = seg->map_size, b_map = b->map_size, b_peak = b->large_peak, b_pinned = b->pinned;
       uint8_t b_pieced = b->pieced;
       bool moved;
       if (len - off <= LARGE_COPY_MAX || seg->pieced) {
@@ -366,12 +368,15 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
       if (moved) {
         _hak_segmap_set(seg, false);
         atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
+        _hak_bigcache_unpin(b, SIZE_MAX);   /* b's header is now the block's: its pin is the old one */
+        b->pinned = b_pinned;
         b->map_size = b_map;   /* b's header page is now the block's own */
         b->large_size = size;
         b->large_peak = b_peak > size ? b_peak : size;
         large_account(b_map - old_map, 0);
         return (uint8_t*)b + off;
       }
+      _hak_bigcache_unpin(b, SIZE_MAX);
       _hak_release_large(b);   /* could not move: give it back */
     }
   }

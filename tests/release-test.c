@@ -252,6 +252,42 @@ static void t_cross_calloc(void) {
   free(z);
 }
 
+/* Small long-lived buffers that grew by realloc into big cached blocks do
+ * not pin those blocks' pages without bound: what they hold beyond their
+ * size stays within the cache's byte budget (HAKMEM_BIGCACHE_MAX_MB, set to
+ * 64 by the script).  Eight rounds of: a 40 MiB buffer written and freed
+ * (cached), then a 300 KiB buffer grown to 900 KiB and kept.  Unbounded,
+ * each kept buffer would hold a 40 MiB block: 320 MiB after malloc_trim. */
+static void t_cross_pin(void) {
+  size_t start = rss_kb();
+  unsigned char* keep[8];
+  for (int r = 0; r < 8; r++) {
+    unsigned char* big = malloc(40u << 20);
+    touch(big, 40u << 20);
+    free(big);
+    unsigned char* p = malloc(300u << 10);
+    fill(p, 0, 300u << 10, (unsigned)r + 20);
+    for (size_t n = 300u << 10; n < (900u << 10);) {
+      size_t m = n + n / 2;
+      p = realloc(p, m);
+      CHECKF(p != NULL, "realloc to %zu", m);
+      if (p == NULL) return;
+      fill(p, n, m, (unsigned)r + 20);
+      n = m;
+    }
+    keep[r] = p;
+  }
+  malloc_trim(0);
+  size_t now = rss_kb();
+  printf("cross_pin: RSS %zu KiB at start, %zu KiB with 8 kept buffers after malloc_trim\n", start, now);
+  /* bound: the 64 MiB budget plus the buffers (8 x ~1 MiB) and 8 MiB slack */
+  CHECKF(now < start + (64u << 10) + (16u << 10), "RSS %zu KiB: kept buffers pin cached blocks beyond the budget", now);
+  for (int r = 0; r < 8; r++) {
+    CHECKF(check_fill(keep[r], 300u << 10, (unsigned)r + 20) == 0, "buffer %d contents", r);
+    free(keep[r]);
+  }
+}
+
 /* build a 1 GiB live set of mixed small and large blocks, free it all;
  * mode "wait": RSS back within 10 % + 8 MiB within one second (lean);
  * mode "trim": the same immediately after malloc_trim(0) (every profile) */
@@ -356,6 +392,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(t, "cross_realloc")) t_cross_realloc();
   else if (!strcmp(t, "cross_calloc")) t_cross_calloc();
   else if (!strcmp(t, "cross_grow")) t_cross_grow();
+  else if (!strcmp(t, "cross_pin")) t_cross_pin();
   else if (!strcmp(t, "rss_wait")) t_rss_return(0);
   else if (!strcmp(t, "rss_trim")) t_rss_return(1);
   else if (!strcmp(t, "steady_calls")) t_steady_calls();

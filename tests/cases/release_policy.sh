@@ -2,7 +2,7 @@
 # Large blocks and memory release: BigCache hits and bounds, the release
 # batch (contents gone after DONTNEED, RSS falls), calloc of reused blocks,
 # cross-size reuse (a growing realloc moves into a cached block: contents,
-# faults, growing past it),
+# faults, growing past it; what kept buffers pin stays within the budget),
 # RSS returning after a 1 GiB live set (lean within 1 s; malloc_trim in every
 # profile), OS calls in steady state, THP modes, profile defaults/overrides.
 set -euo pipefail
@@ -21,6 +21,7 @@ for p in speed balanced; do run HAKMEM_PROFILE=$p $T cross_realloc; done
 run HAKMEM_PROFILE=lean HAKMEM_BIGCACHE_MAX_MB=128 $T cross_realloc
 run $T cross_calloc
 run $T cross_grow
+run HAKMEM_BIGCACHE_MAX_MB=64 $T cross_pin
 run HAKMEM_PROFILE=lean $T rss_wait
 for p in speed balanced lean; do run HAKMEM_PROFILE=$p $T rss_trim; done
 for p in speed balanced; do run HAKMEM_PROFILE=$p $T steady_calls; done
