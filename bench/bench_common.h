@@ -271,11 +271,15 @@ B_UNUSED static const char* b_allocator(void) {
 
 typedef struct {
   uint64_t t_ns;
+  uint64_t cpu_ns;   /* CLOCK_PROCESS_CPUTIME_ID: all threads' CPU time */
   struct rusage ru;
 } b_snap_t;
 
 B_UNUSED static void b_snap(b_snap_t* s) {
   getrusage(RUSAGE_SELF, &s->ru);
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  s->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
   s->t_ns = b_now_ns();
 }
 
@@ -303,12 +307,14 @@ B_UNUSED static void b_result_begin(b_result_t* r, const char* bench) {
 }
 
 /* Common keys over the measured region [a, b]:
- * elapsed_s, user_s, sys_s, minflt, majflt, nvcsw, nivcsw (deltas),
+ * elapsed_s, cpu_s (process CPU time, ns resolution: on a shared machine it
+ * leaves out the time the process waited for a core), user_s, sys_s, minflt, majflt, nvcsw, nivcsw (deltas),
  * peak_rss_kb (ru_maxrss, whole process lifetime), rss_kb (now), allocator,
  * primary (the main figure's key) and better (higher|lower). */
 B_UNUSED static void b_result_end(b_result_t* r, const b_snap_t* a, const b_snap_t* b, const char* primary,
                                   const char* better) {
   b_kv(r, "elapsed_s=%.6f", (double)(b->t_ns - a->t_ns) / 1e9);
+  b_kv(r, "cpu_s=%.6f", (double)(b->cpu_ns - a->cpu_ns) / 1e9);
   b_kv(r, "user_s=%.3f", b_tv(&b->ru.ru_utime) - b_tv(&a->ru.ru_utime));
   b_kv(r, "sys_s=%.3f", b_tv(&b->ru.ru_stime) - b_tv(&a->ru.ru_stime));
   b_kv(r, "minflt=%ld", b->ru.ru_minflt - a->ru.ru_minflt);

@@ -7,7 +7,9 @@
  *
  * Steps mode (--steps=N and/or --duration=SEC, with --step-iters=N) runs the
  * same loop in one process and prints after each step
- *   STEP step=K t_s=T ops=N ops_per_sec=X rss_kb=R
+ *   STEP step=K t_s=T ops=N ops_per_sec=X rss_kb=R cpu_ops_per_sec=C
+ *   (C: operations per second of process CPU time, which leaves out the
+ *   time the process waited for a core on a shared machine)
  * (used by scripts/soak.sh), then the RESULT line over all steps. */
 #include "bench_common.h"
 
@@ -76,17 +78,18 @@ int main(int argc, char** argv) {
     done = iters;
   } else {
     uint64_t t_end = duration > 0 ? a.t_ns + (uint64_t)(duration * 1e9) : UINT64_MAX;
-    uint64_t prev = a.t_ns;
+    b_snap_t prev = a, now;
     for (uint64_t k = 1; steps == 0 || k <= steps; k++) {
       run_ops(step_iters);
       done += step_iters;
-      uint64_t now = b_now_ns();
-      double dt = (double)(now - prev) / 1e9;
-      printf("STEP step=%" PRIu64 " t_s=%.3f ops=%" PRIu64 " ops_per_sec=%.0f rss_kb=%" PRIu64 "\n", k,
-             (double)(now - a.t_ns) / 1e9, step_iters, dt > 0 ? (double)step_iters / dt : 0.0, b_rss_kb());
+      b_snap(&now);
+      double dt = (double)(now.t_ns - prev.t_ns) / 1e9, dc = (double)(now.cpu_ns - prev.cpu_ns) / 1e9;
+      printf("STEP step=%" PRIu64 " t_s=%.3f ops=%" PRIu64 " ops_per_sec=%.0f rss_kb=%" PRIu64 " cpu_ops_per_sec=%.0f\n",
+             k, (double)(now.t_ns - a.t_ns) / 1e9, step_iters, dt > 0 ? (double)step_iters / dt : 0.0, b_rss_kb(),
+             dc > 0 ? (double)step_iters / dc : 0.0);
       fflush(stdout);
       prev = now;
-      if (now >= t_end) break;
+      if (now.t_ns >= t_end) break;
     }
   }
   b_snap(&b);

@@ -13,6 +13,10 @@
 #   BENCH=random_mixed   benchmark (scripts/bench.sh list); its preset parameters,
 #                    plus ITERS WS ... and ARGS_<bench> as in scripts/bench.sh
 #   PRESET=standard  parameter preset (standard | tiny)
+#   FIGURE=key       the RESULT key compared (default: the benchmark's primary
+#                    figure); e.g. FIGURE=cpu_s (process CPU time, lower is
+#                    better) on a shared machine, where waiting for a core
+#                    inflates wall-clock figures
 #   THRESHOLD=0.5    percent: GO when B is better by at least this, NO-GO when
 #                    worse by at least this, NEUTRAL in between
 #   SPREAD=mad       what "noise" is, over the per-run ratios B_k/A_k - 1 (%):
@@ -109,7 +113,13 @@ bench_env "$BENCH" "$PRESET"
 bench_args "$BENCH"
 params="${RUN_ENV[*]}${BENCH_ARGV[*]:+ ${BENCH_ARGV[*]}}"
 : >"$OUT/ab.tsv"
-figure="" better=""
+figure=${FIGURE:-} better=""
+if [[ -n $figure ]]; then
+  case $figure in
+    *_s | *_ns | *_kb | minflt | majflt) better=lower ;;
+    *) better=higher ;;
+  esac
+fi
 log "ab: $BENCH ($params), $RUNS runs per side, interleaved A B -> $OUT"
 for ((k = 1; k <= RUNS; k++)); do
   for side in A B; do
@@ -134,6 +144,10 @@ for ((k = 1; k <= RUNS; k++)); do
       better=$(result_get "$line" better || echo higher)
     }
     val=$(result_get "$line" "$figure" || echo "")
+    if [[ -z $val ]]; then
+      log "FAILED: no '$figure' in the RESULT line"
+      continue
+    fi
     printf '%s\t%s\t%s\n' "$side" "$k" "$val" >>"$OUT/ab.tsv"
     log "$figure=$(human "$val")"
   done

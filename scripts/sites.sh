@@ -7,7 +7,8 @@
 # Environment: RUNS=5, ITERS (bench/sites iterations, default 2000),
 #   CONFIGS="learn cache release decommit prefault default glibc mimalloc jemalloc tcmalloc",
 #   HAKMEM_PROFILE and other HAKMEM_* are forwarded, OUTDIR (default results/<date>-<host>-sites).
-# Prints a Markdown table: median time, CV, peak RSS, minor faults, and the
+# Prints a Markdown table: median time, CV, peak RSS, minor faults (in all
+# and by kind of site, measured by bench/sites around each call), and the
 # verdict against the issue's bar (time <= 1.05 x the fastest fixed strategy,
 # peak RSS <= 1.10 x the leanest fixed strategy).
 set -euo pipefail
@@ -45,7 +46,9 @@ for r in $(seq 1 "$RUNS"); do
     t=$(sed -n 's/.* time_s=\([0-9.]*\).*/\1/p' <<<"$line")
     rss=$(sed -n 's/.* peak_rss_kb=\([0-9]*\).*/\1/p' <<<"$line")
     flt=$(sed -n 's/.* minflt=\([0-9]*\).*/\1/p' <<<"$line")
-    printf '%s\t%s\t%s\t%s\t%s\n' "$c" "$r" "$t" "$rss" "$flt" >> "$OUT/runs.tsv"
+    kinds=""
+    for k in hot oneshot grower longlived; do kinds+=$'\t'$(sed -n "s/.* minflt_$k=\([0-9]*\).*/\1/p" <<<"$line"); done
+    printf '%s\t%s\t%s\t%s\t%s%s\n' "$c" "$r" "$t" "$rss" "$flt" "$kinds" >> "$OUT/runs.tsv"
   done
 done
 python3 - "$OUT/runs.tsv" <<'PY' | tee "$OUT/report.md"
@@ -53,15 +56,20 @@ import sys, statistics as st
 rows = [l.split('\t') for l in open(sys.argv[1]).read().split('\n') if l]
 cfgs = []
 data = {}
-for c, r, t, rss, flt in rows:
-    if c not in data: cfgs.append(c); data[c] = ([], [], [])
+kinds = {}
+for row in rows:
+    c, r, t, rss, flt = row[:5]
+    if c not in data: cfgs.append(c); data[c] = ([], [], []); kinds[c] = [[], [], [], []]
     data[c][0].append(float(t)); data[c][1].append(int(rss)); data[c][2].append(int(flt))
+    for i, v in enumerate(row[5:9]):
+        if v: kinds[c][i].append(int(v))
 med = {c: (st.median(v[0]), st.median(v[1]), st.median(v[2])) for c, v in data.items()}
 def cv(v): return 100 * st.stdev(v) / st.mean(v) if len(v) > 1 and st.mean(v) else 0.0
-print("| config | time s (median) | CV % | peak RSS MiB (median) | minor faults (median) | runs |")
-print("|---|---|---|---|---|---|")
+def kmed(c, i): return f"{st.median(kinds[c][i]):.0f}" if kinds[c][i] else "-"
+print("| config | time s (median) | CV % | peak RSS MiB (median) | minor faults (median) | faults hot / oneshot / grower / longlived | runs |")
+print("|---|---|---|---|---|---|---|")
 for c in cfgs:
-    print(f"| {c} | {med[c][0]:.3f} | {cv(data[c][0]):.1f} | {med[c][1]/1024:.1f} | {med[c][2]} | {len(data[c][0])} |")
+    print(f"| {c} | {med[c][0]:.3f} | {cv(data[c][0]):.1f} | {med[c][1]/1024:.1f} | {med[c][2]} | {' / '.join(kmed(c, i) for i in range(4))} | {len(data[c][0])} |")
 fixed = [c for c in ("cache", "release", "decommit", "prefault", "populate") if c in med]
 if "learn" in med and fixed:
     fastest = min(fixed, key=lambda c: med[c][0]); leanest = min(fixed, key=lambda c: med[c][1])

@@ -10,7 +10,7 @@
 #   OUTDIR=dir         default results/<date>-<host>-soak-<alloc>
 #   NO_BUILD=1         do not run make
 #   HAKMEM_*           forwarded
-# Writes soak.csv (step,t_s,ops,ops_per_sec,rss_kb), summary.md, soak.png and
+# Writes soak.csv (step,t_s,ops,ops_per_sec,rss_kb,cpu_ops_per_sec), summary.md, soak.png and
 # prints the summary: peak RSS, steady RSS, RSS drift, first vs last window
 # throughput, CV.  Definitions: docs/BENCH_SUITE.md.
 set -euo pipefail
@@ -66,9 +66,10 @@ if [[ $rc != 0 ]]; then
   die "random_mixed failed (exit $rc) under $ALLOC"
 fi
 {
-  echo "step,t_s,ops,ops_per_sec,rss_kb"
+  echo "step,t_s,ops,ops_per_sec,rss_kb,cpu_ops_per_sec"
   awk '/^STEP / { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-                  printf "%s,%s,%s,%s,%s\n", v["step"], v["t_s"], v["ops"], v["ops_per_sec"], v["rss_kb"] }' "$raw"
+                  printf "%s,%s,%s,%s,%s,%s\n", v["step"], v["t_s"], v["ops"], v["ops_per_sec"], v["rss_kb"],
+                         v["cpu_ops_per_sec"] }' "$raw"
 } >"$OUT/soak.csv"
 result=$(grep -m1 '^RESULT ' "$raw" || true)
 printf 'peak_rss_kb\t%s\n' "$(result_get "$result" peak_rss_kb || echo '')" >>"$OUT/meta.tsv"

@@ -19,8 +19,8 @@ hak_inline void* hak_malloc_inline(size_t n) {
 }
 
 /* One test for the common case: the block's slab is owned by this thread's
- * heap and not full.  The block must also be a block start (division-free
- * modulo), already carved, and not carry the free cookie (secure build: its
+ * heap and not full.  The block must also be an already carved block start
+ * (one multiply and compare) and not carry the free cookie (secure build: its
  * trailer must say live and its canary be intact, internal.h). */
 hak_inline void hak_free_inline(void* p, const char* op) {
   if (hak_likely(hak_segmap_contains(p))) {
@@ -34,7 +34,7 @@ hak_inline void hak_free_inline(void* p, const char* op) {
     if (hak_likely(xo == (uintptr_t)h)) {
       hak_block_t* b = (hak_block_t*)p;
       uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
-      if (hak_likely(off < s->bump && hak_is_block_start(s, off) &&
+      if (hak_likely(hak_is_carved_block(s, off, s->carved) &&
                      (HAK_SECURE ? hak_secure_free_ok(s, b) : b->cookie != hak_cookie(b)))) {
         if (HAK_SECURE) hak_secure_free_fill(s, b);
         hak_block_set_next(b, s->free);

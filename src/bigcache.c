@@ -20,6 +20,8 @@ typedef struct {
 static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
 static bc_entry_t bc_ring[BC_CLASSES][BC_WAYS];   /* oldest first */
 static uint8_t bc_count[BC_CLASSES];
+static uint64_t bc_nonempty;                      /* bit c: bc_count[c] > 0 */
+_Static_assert(BC_CLASSES <= 64, "class mask");
 static _Atomic(size_t) bc_bytes;
 static _Atomic(uint64_t) bc_hits, bc_misses, bc_evictions;
 static size_t bc_total_entries;
@@ -56,44 +58,61 @@ static uint64_t max_bytes(void) { return (uint64_t)hak_opt(BIGCACHE_MAX_MB) << 2
 
 static size_t resident(const hak_segment_t* seg) { return hak_large_resident(seg); }
 
+/* The non-empty classes among lo..hi (lock held). */
+static uint64_t classes_in(size_t lo, size_t hi) {
+  if (lo >= BC_CLASSES) return 0;
+  if (hi >= BC_CLASSES) hi = BC_CLASSES - 1;
+  uint64_t upto = hi >= 63 ? ~(uint64_t)0 : ((uint64_t)1 << (hi + 1)) - 1;
+  return bc_nonempty & upto & ~(((uint64_t)1 << lo) - 1);
+}
+
 /* Take entry i out of class c's ring (lock held). */
 static hak_segment_t* bc_remove_locked(size_t c, size_t i) {
   hak_segment_t* seg = bc_ring[c][i].seg;
   memmove(&bc_ring[c][i], &bc_ring[c][i + 1], sizeof(bc_entry_t) * (size_t)(bc_count[c] - i - 1));
-  bc_count[c]--;
+  if (--bc_count[c] == 0) bc_nonempty &= ~((uint64_t)1 << c);
   bc_total_entries--;
   atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
   return seg;
 }
 
-/* A block left the cache: its site's share shrinks. */
-static void bc_left(hak_segment_t* seg) {
-  if (seg->site_cached) {
-    seg->site_cached = 0;
-    _hak_site_uncached(seg->site);
-  }
-}
+/* Blocks whose mapping is smaller than a request may still serve it when
+ * their touched extent covers at least half of it and the request is big:
+ * the caller grows the mapping with mremap (one or two calls) instead of
+ * faulting in pages that are already resident here.  Such blocks exist when
+ * a realloc grew a mapping in place to its exact size (no room for the
+ * headroom) or a shrinking realloc trimmed it. */
+#define BC_GROW_MIN ((size_t)1 << 20)
 
-/* Take a cached segment whose mapping holds `need` bytes (header included). */
+/* Take a cached segment for a request of `need` bytes (header included).
+ * Its mapping holds `need`, or (need >= BC_GROW_MIN) it is smaller but
+ * mostly touched and the caller must grow it: check seg->map_size. */
 hak_segment_t* _hak_bigcache_take(size_t need) {
   if (hak_load_relaxed(&bc_bytes) == 0) {
     atomic_fetch_add_explicit(&bc_misses, 1, memory_order_relaxed);
     return NULL;
   }
   size_t k = bc_class_ceil(need);
+  size_t lo = need >= BC_GROW_MIN && k >= 8 ? k - 8 : k;   /* down to a quarter of the request */
   hak_segment_t* seg = NULL;
   pthread_mutex_lock(&bc_lock);
   /* Among blocks whose mapping fits (up to 8x the request), prefer the one
    * whose touched extent already covers the request and is smallest (no
    * fault, least idle resident memory), else the most touched one (fewest
-   * faults).  large_peak is the largest size the block ever served. */
+   * faults), which may be a smaller, mostly touched block to be grown
+   * (never one made of two moved pieces: mremap cannot grow those).
+   * large_peak is the largest size the block ever served. */
   size_t bc = BC_CLASSES, bi = 0;
   bool bcover = false;
   size_t bpeak = 0;
-  for (size_t c = k; c < BC_CLASSES && c <= k + 12; c++) {
+  for (uint64_t m = classes_in(lo, k + 12); m; m &= m - 1) {
+    size_t c = (size_t)__builtin_ctzll(m);
     for (size_t i = bc_count[c] > BC_SCAN ? bc_count[c] - BC_SCAN : 0; i < bc_count[c]; i++) {
-      size_t peak = bc_ring[c][i].seg->large_peak;
-      bool cover = peak + HAK_LARGE_HDR >= need;
+      hak_segment_t* s = bc_ring[c][i].seg;
+      size_t peak = s->large_peak;
+      bool fits = s->map_size >= need;
+      if (!fits && (s->pieced || 2 * (peak + HAK_LARGE_HDR) < need)) continue;
+      bool cover = fits && peak + HAK_LARGE_HDR >= need;
       if (bc == BC_CLASSES || (cover && (!bcover || peak < bpeak)) || (!cover && !bcover && peak > bpeak)) {
         bc = c;
         bi = i;
@@ -105,7 +124,65 @@ hak_segment_t* _hak_bigcache_take(size_t need) {
   if (bc < BC_CLASSES) seg = bc_remove_locked(bc, bi);
   pthread_mutex_unlock(&bc_lock);
   atomic_fetch_add_explicit(seg ? &bc_hits : &bc_misses, 1, memory_order_relaxed);
-  if (seg) bc_left(seg);
+  return seg;
+}
+
+/* Resident bytes beyond their need in live blocks that take_cover handed
+ * out (a small growing buffer moved into a big cached block keeps that
+ * block's touched pages).  Bounded by the cache's byte budget: without a
+ * bound, small long-lived buffers could each pin a huge block's pages, which
+ * the cache would have released after its delay. */
+static _Atomic(size_t) bc_pinned;
+
+static size_t excess(const hak_segment_t* seg, size_t extent) {
+  size_t r = resident(seg);
+  return r > extent ? r - extent : 0;
+}
+
+/* The block now needs `extent` bytes (SIZE_MAX: it is being freed): what
+ * it pins shrinks accordingly. */
+void _hak_bigcache_unpin(hak_segment_t* seg, size_t extent) {
+  if (seg->pinned == 0) return;
+  size_t ex = extent == SIZE_MAX ? 0 : excess(seg, extent);
+  if (ex < seg->pinned) {
+    atomic_fetch_sub_explicit(&bc_pinned, seg->pinned - ex, memory_order_relaxed);
+    seg->pinned = ex;
+  }
+}
+
+/* For a block growing by realloc (or a site whose blocks do): a cached
+ * segment whose mapping holds `need` bytes and whose touched extent covers
+ * `extent` bytes (header included), of any larger class, as long as its
+ * touched pages beyond `extent` fit the pinned budget; of the smallest
+ * class that has one, the least touched.  The block grows into resident
+ * memory instead of faulting in fresh pages (a growing buffer usually keeps
+ * growing). */
+hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent) {
+  if (hak_load_relaxed(&bc_bytes) == 0) return NULL;
+  hak_segment_t* seg = NULL;
+  size_t room = max_bytes() > hak_load_relaxed(&bc_pinned) ? max_bytes() - hak_load_relaxed(&bc_pinned) : 0;
+  pthread_mutex_lock(&bc_lock);
+  size_t bc = BC_CLASSES, bi = 0, bpeak = SIZE_MAX;
+  for (uint64_t m = classes_in(bc_class_ceil(need), BC_CLASSES - 1); m; m &= m - 1) {
+    size_t c = (size_t)__builtin_ctzll(m);
+    for (size_t i = bc_count[c] > BC_SCAN ? bc_count[c] - BC_SCAN : 0; i < bc_count[c]; i++) {
+      hak_segment_t* s = bc_ring[c][i].seg;
+      if (s->map_size >= need && s->large_peak + HAK_LARGE_HDR >= extent && s->large_peak < bpeak &&
+          excess(s, extent) <= room) {
+        bc = c;
+        bi = i;
+        bpeak = s->large_peak;
+      }
+    }
+    if (bc < BC_CLASSES) break;
+  }
+  if (bc < BC_CLASSES) seg = bc_remove_locked(bc, bi);
+  pthread_mutex_unlock(&bc_lock);
+  if (seg) {
+    seg->pinned = excess(seg, extent);
+    atomic_fetch_add_explicit(&bc_pinned, seg->pinned, memory_order_relaxed);
+    atomic_fetch_add_explicit(&bc_hits, 1, memory_order_relaxed);
+  }
   return seg;
 }
 
@@ -139,15 +216,13 @@ bool _hak_bigcache_put(hak_segment_t* seg) {
     bc_ring[k][bc_count[k]].seg = seg;
     bc_ring[k][bc_count[k]].t_ms = now;
     bc_count[k]++;
+    bc_nonempty |= (uint64_t)1 << k;
     bc_total_entries++;
     atomic_fetch_add_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
   }
   pthread_mutex_unlock(&bc_lock);
   if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
-  for (size_t i = 0; i < nev; i++) {
-    bc_left(evicted[i]);
-    _hak_release_large(evicted[i]);
-  }
+  for (size_t i = 0; i < nev; i++) _hak_release_large(evicted[i]);
   return ok;
 }
 
@@ -164,10 +239,7 @@ void _hak_bigcache_expire(uint64_t max_age_ms) {
     }
     pthread_mutex_unlock(&bc_lock);
     if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
-    for (size_t i = 0; i < nev; i++) {
-      bc_left(evicted[i]);
-      _hak_release_large(evicted[i]);
-    }
+    for (size_t i = 0; i < nev; i++) _hak_release_large(evicted[i]);
     if (nev < 16) return;
   }
 }

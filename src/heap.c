@@ -97,15 +97,16 @@ static void slab_collect(hak_slab_t* s) {
  * slab lazily keeps fresh memory unfaulted until it is needed. */
 static bool slab_extend(hak_slab_t* s) {
   uint32_t limit = hak_slab_limit(s);
-  if (s->bump >= limit) return false;
+  uint32_t bump = hak_slab_bump(s, s->carved);
+  if (bump >= limit) return false;
   uint32_t bsize = s->bsize;
   uint32_t count = 4096 / bsize;
   if (count < 4) count = 4;
-  uint32_t left = (limit - s->bump) / bsize;
+  uint32_t left = (limit - bump) / bsize;
   if (count > left) count = left;
-  uint8_t* p = slab_start(s) + s->bump;
-  /* remote frees read bump to reject never-carved blocks: publish atomically */
-  __atomic_store_n(&s->bump, s->bump + count * bsize, __ATOMIC_RELAXED);
+  uint8_t* p = slab_start(s) + bump;
+  /* remote frees read carved to reject never-carved blocks: publish atomically */
+  __atomic_store_n(&s->carved, s->carved + count * hak_slab_step(s), __ATOMIC_RELAXED);
   if (HAK_SECURE) {   /* random order, each block filled and marked as if freed */
     void* v[256];   /* count <= 4096 / 16 */
     for (uint32_t i = 0; i < count; i++) {
@@ -192,8 +193,8 @@ static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls)
   s->free = NULL;
   s->used = 0;
   s->bsize = bsize;
-  s->recip = UINT64_MAX / bsize + 1;
-  s->bump = 0;
+  s->recip = hak_slab_recip(bsize);
+  s->carved = 0;
   s->cls = (uint8_t)cls;
   s->npages = (uint8_t)npages;
   s->head_off = 0;
@@ -216,7 +217,7 @@ static void slab_release(hak_heap_t* h, hak_slab_t* s) {
     hak_slab_t* t = &seg->slabs[idx + i];
     hak_store_relaxed(&t->xowner, HAK_OWNER_UNUSED);
     t->free = NULL;
-    t->used = t->bsize = t->bump = 0;
+    t->used = t->bsize = t->carved = 0;
     t->npages = t->head_off = t->cls = 0;
   }
   uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
@@ -373,7 +374,7 @@ static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t x
       return;
     }
   }
-  if ((size_t)((uint8_t*)b - slab_start(s)) >= s->bump) {
+  if (!hak_is_carved_block(s, (size_t)((uint8_t*)b - slab_start(s)), s->carved)) {
     _hak_invalid_pointer("free", b, "block was never allocated");
     return;
   }
@@ -400,7 +401,7 @@ void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op) {
 }
 
 static void remote_free(hak_slab_t* s, hak_block_t* b) {
-  if ((size_t)((uint8_t*)b - slab_start(s)) >= __atomic_load_n(&s->bump, __ATOMIC_RELAXED)) {
+  if (!hak_is_carved_block(s, (size_t)((uint8_t*)b - slab_start(s)), __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
     _hak_invalid_pointer("free", b, "block was never allocated");
     return;
   }
@@ -526,7 +527,7 @@ bool _hak_is_live_block(const void* p) {
   if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return false;
   size_t off = (size_t)((const uint8_t*)p - slab_start(s));
   if (off >= hak_slab_limit(s) || !hak_is_block_start(s, off)) return false;
-  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)hak_heap_get() && off >= s->bump) return false;
+  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)hak_heap_get() && !hak_is_carved_block(s, off, s->carved)) return false;
   const hak_block_t* b = p;
   size_t req;
   if (HAK_SECURE) return _hak_secure_state((hak_slab_t*)s, p, &req) == HAK_SEC_LIVE;
@@ -651,7 +652,7 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
     slab_collect(s);
     if (s->used == 0) {
       slab_release(h, s);
-    } else if (s->free != NULL || s->bump < hak_slab_limit(s)) {
+    } else if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) {
       avail_push(h, s);
     } else {
       slab_set_full(h, s);

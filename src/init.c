@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 _Atomic(int) _hak_initialized;   /* 0 = no, 1 = in progress, 2 = done */
-uintptr_t _hak_cookie_key;
+uintptr_t _hak_cookie_key = 0x9E3779B97F4A7C15ull;   /* replaced at init; never 0 */
 uintptr_t _hak_list_key;
 static pthread_key_t thread_key;
 static _Atomic(int) thread_key_ok;
@@ -161,7 +161,7 @@ void _hak_process_init(void) {
     while (hak_load_acquire(&_hak_initialized) == 1) sched_yield();
     return;
   }
-  _hak_cookie_key = random_seed();
+  _hak_cookie_key = random_seed() | 1;
   _hak_list_key = random_seed() * 0xD6E8FEB86659FD93ull;
   _hak_options_init();
   if (pthread_key_create(&thread_key, thread_done) == 0) hak_store_release(&thread_key_ok, 1);

@@ -83,15 +83,19 @@ hak_inline size_t hak_class_of(size_t n) {          /* n <= HAK_MEDIUM_MAX */
 }
 
 /* ---------------------------------------------------------------- blocks
- * A free block holds its list link and a cookie (address ^ secret) that marks
- * it free: a second free finds the cookie and is confirmed by a list walk. */
+ * A free block holds its list link and a cookie (a per-process secret, never
+ * 0: malloc clears the word) that marks it free: a second free finds the
+ * cookie and is confirmed by a list walk.  The cookie does not mix in the
+ * block's address: anyone who can read a freed block and knows its address
+ * learns the secret either way, and the plain secret saves the fast path an
+ * instruction. */
 typedef struct hak_block_s {
   struct hak_block_s* next;
   uintptr_t cookie;
 } hak_block_t;
 
 extern uintptr_t _hak_cookie_key;
-hak_inline uintptr_t hak_cookie(const void* b) { return (uintptr_t)b ^ _hak_cookie_key; }
+hak_inline uintptr_t hak_cookie(const void* b) { (void)b; return _hak_cookie_key; }
 
 /* Secure mode is a build (libhakmem-secure.so, -DHAK_SECURE=1), not a
  * run-time switch, so the default fast path carries none of its cost.  Its
@@ -137,14 +141,13 @@ struct hak_heap_s;
 typedef struct hak_slab_s {
   hak_block_t* free;                 /* owner: blocks ready to hand out */
   _Atomic(uintptr_t) xowner;         /* heap | flags, or a special value */
-  uint64_t recip;                    /* UINT64_MAX / bsize + 1: off is a block start
-                                        iff off * recip < recip (Lemire et al.) */
+  uint64_t recip;                    /* floor(2^64 / bsize) + 1: see hak_is_carved_block */
   _Atomic(hak_block_t*) xthread_free;/* remote frees, pushed lock-free */
   struct hak_slab_s* next;           /* heap avail/full list */
   struct hak_slab_s* prev;
   uint32_t used;                     /* blocks out (incl. pending remote frees) */
   uint32_t bsize;                    /* block size */
-  uint32_t bump;                     /* byte offset of the first never-carved block */
+  uint32_t carved;                   /* blocks carved so far × hak_slab_step(s) */
   uint8_t  cls, npages, head_off, _pad;
 } hak_slab_t;
 
@@ -169,7 +172,10 @@ typedef struct hak_segment_s {
   size_t large_peak;                 /* largest size this mapping served (touched extent) */
   size_t guard_off;                  /* secure: offset of the PROT_NONE page after the block */
   uint32_t site;                     /* call-site entry of a large block (HAK_SITES: none) */
-  uint8_t prefaulted, site_cached, _p8[2];
+  uint8_t prefaulted;
+  uint8_t pieced;                    /* two mappings moved together: mremap cannot grow it */
+  size_t pinned;                     /* resident bytes beyond its need, taken from the BigCache (see take_cover) */
+  uint8_t _p8[2];
   uint64_t site_clock;               /* site clock at allocation */
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;
@@ -182,22 +188,35 @@ _Static_assert(sizeof(hak_segment_t) <= HAK_PAGE_SIZE, "segment header in page 0
 hak_inline uint32_t hak_slab_limit(const hak_slab_t* s) {
   return s->bsize ? (uint32_t)((((size_t)s->npages << HAK_PAGE_SHIFT) / s->bsize) * s->bsize) : 0;
 }
+/* With c = recip = floor(2^64/d) + 1 for block size d, e = d*c mod 2^64 =
+ * d - (2^64 mod d) lies in [1, d].  For a slab offset off = j*d + r below
+ * 2^22: off*c mod 2^64 = j*e + r*c, which is j*e < 2^22 when r = 0 and at
+ * least c >= 2^47 otherwise (no wrap: r*c <= 2^64 - 2^64/d + d).  So off is a
+ * block start iff off*c < c, and the start of one of the first n blocks iff
+ * off*c < n*e: one multiply and one compare test both "a block start" and
+ * "already carved" (the fast path's free check). */
+hak_inline uint32_t hak_slab_step(const hak_slab_t* s) { return (uint32_t)((uint64_t)s->bsize * s->recip); }
+hak_inline uint64_t hak_slab_recip(uint32_t bsize) { return (uint64_t)(((unsigned __int128)1 << 64) / bsize) + 1; }
 hak_inline bool hak_is_block_start(const hak_slab_t* s, uint64_t off) { return off * s->recip < s->recip; }
+hak_inline bool hak_is_carved_block(const hak_slab_t* s, uint64_t off, uint32_t carved) { return off * s->recip < carved; }
+/* byte offset of the first never-carved block */
+hak_inline uint32_t hak_slab_bump(const hak_slab_t* s, uint32_t carved) { return carved / hak_slab_step(s) * s->bsize; }
 
 hak_inline hak_segment_t* hak_segment_of(const void* p) {
   return (hak_segment_t*)((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK);
 }
 
-/* The segment map: one bit per 4 MiB of the 47-bit user address space says
+/* The segment map: one byte per 4 MiB of the 47-bit user address space says
  * "a hakmem segment starts here".  It lets free() reject foreign pointers
- * before reading any header.  4 MiB of .bss, touched only where used. */
-#define HAK_SEGMAP_WORDS ((size_t)1 << (47 - HAK_SEG_SHIFT - 6))
-extern _Atomic(uint64_t) _hak_segmap[HAK_SEGMAP_WORDS];
+ * before reading any header.  32 MiB of .bss, touched only where used (one
+ * 4 KiB page of it covers 16 GiB of address space); a byte, not a bit, makes
+ * the test three instructions shorter than a bitmap's word-and-bit test. */
+#define HAK_SEGMAP_SIZE ((size_t)1 << (47 - HAK_SEG_SHIFT))
+extern _Atomic(uint8_t) _hak_segmap[HAK_SEGMAP_SIZE];
 hak_inline bool hak_segmap_contains(const void* p) {
-  uintptr_t a = (uintptr_t)p;
-  uintptr_t w = a >> (HAK_SEG_SHIFT + 6);
-  if (hak_unlikely(w >= HAK_SEGMAP_WORDS)) return false;
-  return (hak_load_relaxed(&_hak_segmap[w]) >> ((a >> HAK_SEG_SHIFT) & 63)) & 1;
+  uintptr_t i = (uintptr_t)p >> HAK_SEG_SHIFT;
+  if (hak_unlikely(i >= HAK_SEGMAP_SIZE)) return false;
+  return hak_load_relaxed(&_hak_segmap[i]) != 0;
 }
 
 /* ---------------------------------------------------------------- heaps */
@@ -315,11 +334,10 @@ hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
 #define HAK_SITES 1024
 #define HAK_SITE_NONE HAK_SITES
 uint32_t _hak_site_index(uintptr_t ra);
-int  _hak_site_before_alloc(uint32_t idx, uint64_t* t0);
+int  _hak_site_before_alloc(uint32_t idx, uint64_t* t0, bool* long_lived, size_t* final_size);
 void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before);
 int  _hak_site_on_free(hak_segment_t* seg, uint64_t* t0);
 void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident);
-void _hak_site_uncached(uint32_t idx);
 size_t _hak_sites_used(void);
 size_t _hak_sites_report(char* buf, size_t cap, int top);
 int  _hak_site_strategy_of(uintptr_t ra);
@@ -330,6 +348,8 @@ void _hak_unmap_large(hak_segment_t* seg);
 /* bigcache.c */
 size_t _hak_bigcache_map_size(size_t need);
 hak_segment_t* _hak_bigcache_take(size_t need);
+hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent);
+void  _hak_bigcache_unpin(hak_segment_t* seg, size_t extent);
 bool  _hak_bigcache_put(hak_segment_t* seg);
 void  _hak_bigcache_expire(uint64_t max_age_ms);
 void  _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, size_t* bytes);
@@ -409,7 +429,7 @@ hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v
  *   free:  [0,8) encoded link, [8,24) zero, last 8 bytes (the trailer) zero
  *          (1 while on a remote-free list, not yet collected);
  *   live:  [0,req) the caller's, [req,req+8) the canary, and
- *          trailer = cookie + req + 16 (cookie: address ^ secret; req <=
+ *          trailer = cookie + req + 16 (cookie: hak_sec_cookie, address ^ secret; req <=
  *          bsize - 16 = bsize - HAK_TRAILER).
  * The trailer is the block's state: only the allocator writes it (it lies
  * beyond the request), so a free whose trailer does not decode to a request
@@ -421,6 +441,9 @@ hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v
  * fill (zero-on-free, as hardened allocators do): a stale pointer read from
  * a freed block is NULL, and the malloc check is three ORed loads. */
 #define HAK_SEC_LIVE_BIAS 16
+/* the trailer's key mixes in the block's address (unlike the default
+ * build's cookie), so a live trailer copied to another block does not pass */
+hak_inline uintptr_t hak_sec_cookie(const void* b) { return (uintptr_t)b ^ _hak_cookie_key; }
 /* the canary: a sign-extended 32-bit immediate (no 64-bit constant to load);
  * a linear overflow meets its 0xCA bytes first */
 #define HAK_SEC_CANARY64 0xFFFFFFFFCACACACAull
@@ -440,7 +463,7 @@ hak_inline uint64_t hak_secure_pop_bad(const hak_block_t* b, uint32_t bsize, uin
 hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, size_t req) {
   uint8_t* p = (uint8_t*)b;
   hak_store64(p + req, HAK_SEC_CANARY64);
-  hak_store64(p + bsize - 8, hak_cookie(b) + req + HAK_SEC_LIVE_BIAS);
+  hak_store64(p + bsize - 8, hak_sec_cookie(b) + req + HAK_SEC_LIVE_BIAS);
 }
 
 /* free, owner fast path: the trailer decodes to a request size (x = req + 16
@@ -454,7 +477,7 @@ hak_inline bool hak_secure_free_ok(const hak_slab_t* s, const hak_block_t* b) {
    * the trailer's now, where the canary usually is when it is not in the
    * trailer's line (measured: +6 % on random_mixed; a prefetch never faults) */
   __builtin_prefetch(p + bsize - 72);
-  uint64_t x = hak_load64(p + bsize - 8) - hak_cookie(b);
+  uint64_t x = hak_load64(p + bsize - 8) - hak_sec_cookie(b);
   return x <= bsize && hak_load64(p + x - HAK_SEC_LIVE_BIAS) == HAK_SEC_CANARY64;
 }
 /* free: mark the trailer free (first: bsize is still in a register), fill. */

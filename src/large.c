@@ -123,6 +123,36 @@ static void prefault(hak_segment_t* seg, void* p, size_t size) {
   seg->prefaulted = 1;
 }
 
+/* Grow a large segment's mapping to at least new_map bytes, keeping its
+ * pages (no copy): in place when the following range is free (to the
+ * headroom of its class, else exactly), else by moving the pages to a fresh
+ * aligned range.  Returns the segment (moved or not) or NULL, when it is
+ * unchanged.  The caller accounts the bytes. */
+static hak_segment_t* large_grow_map(hak_segment_t* seg, size_t new_map) {
+  if (seg->pieced) return NULL;
+  size_t grown = _hak_bigcache_map_size(new_map);
+  if (_hak_os_remap(seg, seg->map_size, grown, 0, NULL) != NULL ||
+      (grown != new_map && _hak_os_remap(seg, seg->map_size, grown = new_map, 0, NULL) != NULL)) {
+    seg->map_size = grown;
+    return seg;
+  }
+  hak_segment_t* nseg = _hak_os_map_aligned(new_map, HAK_SEG_SIZE, NULL);
+  if (nseg == NULL || ((uintptr_t)nseg >> 47)) {
+    if (nseg) _hak_os_unmap(nseg, new_map);
+    return NULL;
+  }
+  if (_hak_os_remap(seg, seg->map_size, new_map, MREMAP_MAYMOVE | MREMAP_FIXED, nseg) != nseg) {
+    _hak_os_unmap(nseg, new_map);
+    return NULL;
+  }
+  _hak_segmap_set(seg, false);
+  nseg->map_size = new_map;
+  _hak_segmap_set(nseg, true);
+  return nseg;
+}
+
+#define LARGE_TRIM_MIN ((size_t)64 << 10)
+
 /* A large block: from the BigCache (resident pages, no syscall), else from
  * the release batch (decommitted but mapped), else a new mapping rounded up
  * to its BigCache class so it can be reused for any size of that class. */
@@ -135,9 +165,11 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   uint32_t sidx = HAK_SITE_NONE;
   int strategy = HAK_STRAT_CACHE;
   uint64_t t0 = 0;
+  bool long_lived = false;
+  size_t final_size = 0;
   if (sites_on()) {
     sidx = _hak_site_index(site);
-    strategy = _hak_site_before_alloc(sidx, &t0);
+    strategy = _hak_site_before_alloc(sidx, &t0, &long_lived, &final_size);
   }
   size_t off = align > HAK_LARGE_HDR ? align : HAK_LARGE_HDR;
   size_t need;
@@ -150,7 +182,19 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   if (guard) need += HAK_OS_PAGE;
   hak_segment_t* seg = NULL;
   if (off == HAK_LARGE_HDR) {
-    seg = _hak_bigcache_take(need);
+    /* a site whose blocks grow by realloc: first a cached block that
+     * covers what this one will grow to */
+    if (final_size / 2 > size && final_size <= HAK_MAX_SIZE - HAK_LARGE_HDR) {
+      seg = _hak_bigcache_take_cover(need, hak_align_up(off + final_size, HAK_OS_PAGE));
+      if (seg == NULL) seg = _hak_bigcache_take(need);
+    } else {
+      seg = _hak_bigcache_take(need);
+    }
+    if (seg != NULL && seg->map_size < need) {   /* a smaller, mostly touched block: grow it */
+      hak_segment_t* g = large_grow_map(seg, need);
+      if (g == NULL) _hak_release_large(seg);
+      seg = g;
+    }
     if (seg == NULL) seg = _hak_batch_take(need);
   }
   if (seg == NULL) {
@@ -172,6 +216,7 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     _hak_os_reserve = false;
     seg->large_fresh = 1;
     seg->huge_aligned = 0;
+    seg->pieced = 0;
     seg->large_peak = 0;
     large_thp(seg);
   }
@@ -186,6 +231,12 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   }
   seg->large_size = size;
   seg->used_pages = 1;   /* live; 0 while cached or parked */
+  if (long_lived && !seg->large_fresh && seg->large_peak > size + LARGE_TRIM_MIN) {
+    /* a reused block's resident pages beyond the request would idle for the
+     * long life of the block: decommit them */
+    size_t from = hak_align_up(seg->large_off + size, HAK_OS_PAGE), to = hak_large_resident(seg);
+    if (to > from && _hak_decommit((uint8_t*)seg + from, to - from)) seg->large_peak = from - HAK_LARGE_HDR;
+  }
   size_t resident_before = seg->large_fresh ? 0 : hak_align_up(seg->large_peak, HAK_OS_PAGE);
   if (size > seg->large_peak) seg->large_peak = size;
   atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
@@ -197,7 +248,6 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     prefault(seg, p, size);
   seg->large_fresh = 0;
   seg->site = sidx;
-  seg->site_cached = 0;
   if (sidx != HAK_SITE_NONE) _hak_site_after_alloc(sidx, seg, size, t0, resident_before);
   return p;
 }
@@ -215,6 +265,7 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     return;
   }
   seg->used_pages = 0;
+  _hak_bigcache_unpin(seg, SIZE_MAX);
   if (seg->guard_off) {
     _hak_os_protect((uint8_t*)seg + seg->guard_off, HAK_OS_PAGE, PROT_READ | PROT_WRITE);
     seg->guard_off = 0;
@@ -237,12 +288,8 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     bool cached = false;
     size_t resident = hak_large_resident(seg);
     if (st == HAK_STRAT_CACHE || st == HAK_STRAT_PREFAULT) {
-      seg->site_cached = 1;
       cached = _hak_bigcache_put(seg);
-      if (!cached) {
-        seg->site_cached = 0;
-        _hak_release_large(seg);
-      }
+      if (!cached) _hak_release_large(seg);
     } else if (st == HAK_STRAT_RELEASE || st == HAK_STRAT_POPULATE) {
       _hak_unmap_large(seg);
     } else {
@@ -263,6 +310,10 @@ bool _hak_large_recently_freed(const void* p) {
 }
 
 /* ---------------------------------------------------------------- realloc */
+/* A growing block moving into a cached one is copied up to this size (one
+ * mapping stays one mapping), above it its pages are moved by mremap. */
+#define LARGE_COPY_MAX ((size_t)1 << 20)
+
 void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   size_t off = seg->large_off;
   size_t usable = _hak_large_usable(seg);
@@ -279,7 +330,7 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
     /* fits the mapping (it has headroom); when it shrank a lot, give back
      * the tail beyond the headroom a new block of this size would get */
     size_t keep = _hak_bigcache_map_size(new_map);
-    if (keep < seg->map_size && seg->map_size - keep >= (size_t)256 * 1024 && !seg->huge_aligned) {
+    if (size < seg->large_size && keep < seg->map_size && seg->map_size - keep >= (size_t)256 * 1024 && !seg->huge_aligned) {
       if (_hak_os_unmap((uint8_t*)seg + keep, seg->map_size - keep)) {
         large_account(0, seg->map_size - keep);
         seg->map_size = keep;
@@ -288,40 +339,62 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
     }
     seg->large_size = size;
     if (size > seg->large_peak) seg->large_peak = size;
+    _hak_bigcache_unpin(seg, off + size);
     return p;
   }
-  /* grow in place when the following range is free */
-  size_t grown = _hak_bigcache_map_size(new_map);
-  if (_hak_os_remap(seg, seg->map_size, grown, 0, NULL) != NULL ||
-      (grown != new_map && _hak_os_remap(seg, seg->map_size, grown = new_map, 0, NULL) != NULL)) {
-    large_account(grown - seg->map_size, 0);
-    seg->map_size = grown;
-    seg->large_size = size;
-    if (size > seg->large_peak) seg->large_peak = size;
-    return p;
+  /* a cached block whose touched extent covers the new size: move the
+   * block's touched pages over the start of it and grow into resident
+   * memory (no page faults), rather than into fresh pages */
+  if (!seg->huge_aligned) {
+    hak_segment_t* b = _hak_bigcache_take_cover(new_map, off + size);
+    if (b != NULL) {
+      size_t len = hak_align_up(off + (seg->large_peak > seg->large_size ? seg->large_peak : seg->large_size), HAK_OS_PAGE);
+      if (len > seg->map_size) len = seg->map_size;
+      size_t old_map = seg->map_size, b_map = b->map_size, b_peak = b->large_peak, b_pinned = b->pinned;
+      uint8_t b_pieced = b->pieced;
+      bool moved;
+      if (len - off <= LARGE_COPY_MAX || seg->pieced) {
+        /* small yet (or two pieces, which mremap cannot move as one): copy
+         * it, which keeps b one mapping (mremap cannot later grow a range
+         * made of two moved pieces) */
+        memcpy(b, seg, sizeof *seg);
+        b->pieced = b_pieced;
+        memcpy((uint8_t*)b + off, p, usable);
+        _hak_os_unmap(seg, old_map);
+        moved = true;
+      } else {
+        moved = _hak_os_remap(seg, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, b) == b;
+        if (moved && old_map > len) _hak_os_unmap((uint8_t*)seg + len, old_map - len);
+        if (moved) b->pieced = 1;
+      }
+      if (moved) {
+        _hak_segmap_set(seg, false);
+        atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
+        _hak_bigcache_unpin(b, SIZE_MAX);   /* b's header is now the block's: its pin is the old one */
+        b->pinned = b_pinned;
+        b->map_size = b_map;   /* b's header page is now the block's own */
+        b->large_size = size;
+        b->large_peak = b_peak > size ? b_peak : size;
+        large_account(b_map - old_map, 0);
+        return (uint8_t*)b + off;
+      }
+      _hak_bigcache_unpin(b, SIZE_MAX);
+      _hak_release_large(b);   /* could not move: give it back */
+    }
   }
-  /* move the pages to a fresh aligned range: no copy */
-  hak_segment_t* nseg = _hak_os_map_aligned(new_map, HAK_SEG_SIZE, NULL);
-  if (nseg == NULL || ((uintptr_t)nseg >> 47)) {
-    if (nseg) _hak_os_unmap(nseg, new_map);
-    errno = ENOMEM;
-    return NULL;
-  }
+  /* grow the mapping in place, or move its pages to a fresh range (no copy) */
   size_t old_map = seg->map_size;
-  if (_hak_os_remap(seg, old_map, new_map, MREMAP_MAYMOVE | MREMAP_FIXED, nseg) != nseg) {
-    _hak_os_unmap(nseg, new_map);
+  hak_segment_t* nseg = large_grow_map(seg, new_map);
+  if (nseg == NULL) {
     void* q = hak_malloc(size);   /* last resort: copy */
     if (q == NULL) return NULL;
     memcpy(q, p, usable);
     hak_free(p);
     return q;
   }
-  _hak_segmap_set(seg, false);
-  nseg->map_size = new_map;
   nseg->large_size = size;
   if (size > nseg->large_peak) nseg->large_peak = size;
-  _hak_segmap_set(nseg, true);
-  large_account(new_map - old_map, 0);
+  large_account(nseg->map_size - old_map, 0);
   return (uint8_t*)nseg + off;
 }
 

@@ -32,7 +32,7 @@ static uint64_t* trailer(const hak_slab_t* s, const void* b) { return (uint64_t*
 static int state_of(const hak_slab_t* s, const void* b, uint64_t t, size_t* req) {
   if (t == T_FREE) return HAK_SEC_FREE;
   if (t == T_REMOTE) return HAK_SEC_REMOTE;
-  uint64_t x = t - hak_cookie(b);
+  uint64_t x = t - hak_sec_cookie(b);
   if (x < HAK_SEC_LIVE_BIAS || x > s->bsize) return HAK_SEC_BROKEN;
   *req = (size_t)(x - HAK_SEC_LIVE_BIAS);
   return HAK_SEC_LIVE;

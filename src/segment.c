@@ -6,7 +6,7 @@
 #include "internal.h"
 #include <errno.h>
 
-_Atomic(uint64_t) _hak_segmap[HAK_SEGMAP_WORDS];
+_Atomic(uint8_t) _hak_segmap[HAK_SEGMAP_SIZE];
 _Atomic(size_t) _hak_seg_count, _hak_seg_cached, _hak_seg_abandoned;
 
 static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;   /* cache + abandoned */
@@ -15,12 +15,9 @@ static hak_segment_t* seg_abandoned;
 static _Atomic(uintptr_t) seg_hint;
 
 void _hak_segmap_set(hak_segment_t* seg, bool on) {
-  uintptr_t a = (uintptr_t)seg;
-  uintptr_t w = a >> (HAK_SEG_SHIFT + 6);
-  if (w >= HAK_SEGMAP_WORDS) return;   /* never produced by mmap without a high hint */
-  uint64_t bit = (uint64_t)1 << ((a >> HAK_SEG_SHIFT) & 63);
-  if (on) atomic_fetch_or_explicit(&_hak_segmap[w], bit, memory_order_release);
-  else atomic_fetch_and_explicit(&_hak_segmap[w], ~bit, memory_order_release);
+  uintptr_t i = (uintptr_t)seg >> HAK_SEG_SHIFT;
+  if (i >= HAK_SEGMAP_SIZE) return;   /* never produced by mmap without a high hint */
+  hak_store_release(&_hak_segmap[i], on ? 1 : 0);
 }
 
 static hak_segment_t* seg_map_new(size_t map_size) {

@@ -6,19 +6,25 @@
  *   memory is bounded whatever the program does.
  * - Only large blocks (> 128 KiB) consult the table: the small-object fast
  *   paths do not change at all.
- * - Strategies for a freed block: keep it in the BigCache (the site's share
- *   of it is bounded by a learned ring size), release it to the OS at once,
+ * - Strategies for a freed block: keep it in the BigCache (bounded by its
+ *   byte budget and age, shared by all sites), release it to the OS at once,
  *   keep the mapping but decommit it, keep it and pre-fault the pages of
  *   new blocks of this site (for sites whose blocks are fully touched), or
  *   pre-fault new blocks and release freed ones ("populate": big buffers
  *   written once, not worth keeping, cheaper faulted in one call).
- * - Learning: each free starts an episode that the site's next allocation
- *   closes; its cost is the time spent in the allocator, the page faults the
- *   allocation will take (estimated from how much of the site's blocks are
- *   touched, sampled with mincore), and the bytes kept resident meanwhile,
- *   weighted by the profile.  Each strategy keeps a moving average of its
- *   episode costs; the site plays the best one, explores with a probability
- *   that decays, from a per-site generator seeded by HAKMEM_LEARN_SEED. */
+ * - Learning: each measured free starts an episode that the site's next
+ *   allocation closes; its cost is the time spent in the allocator, the page
+ *   faults the allocation will take (estimated from how much of the site's
+ *   blocks are touched, sampled with mincore), and the bytes kept resident
+ *   meanwhile, weighted by the profile.  Each strategy keeps a moving average
+ *   of its (outlier-clipped) episode costs; the site plays the best one,
+ *   tries and explores only strategies that could beat it (a lower bound for
+ *   those that give the block back), with a probability that decays, from a
+ *   per-site generator seeded by HAKMEM_LEARN_SEED.
+ * - Hints learned on the way: long-lived sites, and the size a site's blocks
+ *   reach by realloc (large.c uses both).
+ * - Cost: a settled site measures one free in SITE_MEASURE_EVERY; its other
+ *   operations read relaxed atomics only (no lock, no clock). */
 #include "internal.h"
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -26,7 +32,9 @@
 
 #define SITE_PROBE 8
 #define SITE_FIFO 8
-#define SITE_RING_MAX 16
+#define SITE_LONG_LIFE 16.0   /* large operations: a block living longer is long-lived */
+#define SITE_SETTLED 64       /* episodes after which a site is measured on 1 free in SITE_MEASURE_EVERY */
+#define SITE_MEASURE_EVERY 16
 
 typedef struct {
   uint8_t strategy;
@@ -38,16 +46,23 @@ typedef struct {
 typedef struct hak_site_s {
   _Atomic(uintptr_t) key;            /* return address; 0 = free entry */
   _Atomic(int) lock;
-  /* statistics */
-  uint64_t allocs, frees, bytes;
+  /* read and written without the lock: all a settled site's unmeasured
+   * operations touch (mirrors of fields below, written under the lock) */
+  _Atomic(uint8_t) xstrategy;        /* strategy */
+  _Atomic(uint8_t) xlong;            /* its blocks live long (learned hint) */
+  _Atomic(uint8_t) xsettled;         /* SITE_SETTLED episodes: measure 1 free in SITE_MEASURE_EVERY */
+  _Atomic(uint32_t) xopen;           /* nfifo: an allocation closing an episode is measured */
+  _Atomic(uint32_t) xtick;           /* frees since settled */
+  _Atomic(size_t) xfinal;            /* size its blocks have when freed (learned hint), 0: none */
+  _Atomic(uint64_t) xallocs, xfrees, xbytes;
+  /* statistics (of measured operations) */
+  uint64_t frees;
   size_t min_size, max_size;
   uint64_t last_free_clock;
   double reuse_ewma;                 /* large ops between a free and the next alloc here */
   double life_ewma;                  /* large ops between alloc and free */
   double touch_ewma;                 /* fraction of a block's pages touched (sampled) */
-  double streak_ewma;                /* frees in a row before the next alloc: ring size */
-  uint32_t streak;
-  uint32_t cached;                   /* blocks of this site in the BigCache now */
+  double final_ewma;                 /* size of its blocks when freed (after realloc growth) */
   uint64_t faults_est;               /* estimated page faults taken by its allocations */
   uint64_t samples;
   /* learning */
@@ -97,11 +112,17 @@ static site_episode_t fifo_pop(hak_site_t* s) {
   site_episode_t e = s->fifo[0];
   memmove(&s->fifo[0], &s->fifo[1], sizeof(site_episode_t) * (size_t)(s->nfifo - 1));
   s->nfifo--;
+  hak_store_relaxed(&s->xopen, s->nfifo);
   return e;
 }
 
-/* Fold an episode's cost into its strategy's rating (weight w). */
+/* Fold an episode's cost into its strategy's rating (weight w).  A cost
+ * above 4x the rating counts as 4x: one episode during which the thread was
+ * descheduled (its allocator time then includes someone else's) must not
+ * make a strategy look 40x dearer; a real change still shows, 30 % per
+ * episode. */
 static void rate(hak_site_t* s, int k, double cost, double w) {
+  if (s->tries[k] && cost > 4 * s->cost[k]) cost = 4 * s->cost[k];
   s->cost[k] = s->tries[k] == 0 ? cost : (1 - w) * s->cost[k] + w * cost;
   s->tries[k]++;
 }
@@ -127,6 +148,7 @@ uint32_t _hak_site_index(uintptr_t ra) {
       if (atomic_compare_exchange_strong(&s->key, &expect, ra) || expect == ra) {
         if (expect == 0) {
           s->strategy = (uint8_t)default_strategy();
+          hak_store_relaxed(&s->xstrategy, s->strategy);
           s->rng = (uint64_t)hak_opt(LEARN_SEED) ^ (uint64_t)ra;
           s->min_size = SIZE_MAX;
           atomic_fetch_add_explicit(&site_used, 1, memory_order_relaxed);
@@ -146,30 +168,55 @@ uint32_t _hak_site_index(uintptr_t ra) {
 #define FAULT_NS 400.0
 static double byte_weight(void) { return (double)hak_opt(LEARN_BYTE_COST); }
 
+static bool keeps(int k) { return k == HAK_STRAT_CACHE || k == HAK_STRAT_PREFAULT; }
+
+/* A lower bound of the cost of a strategy that gives the block back: the
+ * site's next block faults its touched pages in again, which the cost model
+ * charges FAULT_NS each (release, decommit); "populate" maps them in one
+ * call, charged by its measured time, which was never below FAULT_NS a page
+ * on our machines (it zeroes the pages as faults do).  A strategy that
+ * cannot beat the best rating so far is neither tried nor explored: trying
+ * "release" on a site whose 50 MiB blocks are reused costs 12,000 page
+ * faults to learn nothing. */
+static double give_back_bound(const hak_site_t* s) {
+  double touch = s->samples ? s->touch_ewma : 1.0;
+  return touch * s->final_ewma / HAK_OS_PAGE * FAULT_NS;
+}
+
 static void choose(hak_site_t* s, uintptr_t ra) {
+  static const int order[HAK_STRAT_COUNT] = {HAK_STRAT_CACHE, HAK_STRAT_PREFAULT, HAK_STRAT_DECOMMIT, HAK_STRAT_RELEASE,
+                                             HAK_STRAT_POPULATE};
   int old = s->strategy;
   int best = -1;
   if (s->episodes < (uint64_t)hak_opt(LEARN_MIN_EVENTS)) {
     best = default_strategy();
   } else {
+    int rated = -1;
     for (int k = 0; k < HAK_STRAT_COUNT; k++)
-      if (s->tries[k] == 0) {   /* try each once */
-        best = k;
-        break;
-      }
+      if (s->tries[k] && (rated < 0 || s->cost[k] < s->cost[rated])) rated = k;
+    double bound = give_back_bound(s);
+    bool ok[HAK_STRAT_COUNT];
+    int nok = 0;
+    for (int k = 0; k < HAK_STRAT_COUNT; k++) {
+      ok[k] = keeps(k) || rated < 0 || bound < s->cost[rated];
+      nok += ok[k];
+    }
+    for (int i = 0; i < HAK_STRAT_COUNT && best < 0; i++)   /* try each admissible one once, keeping ones first */
+      if (s->tries[order[i]] == 0 && ok[order[i]]) best = order[i];
     if (best < 0) {
       double eps = 0.25 / (1.0 + (double)s->episodes / 8.0);
       if (eps < 0.01) eps = 0.01;
       if ((double)(splitmix(&s->rng) >> 11) * 0x1.0p-53 < eps) {
-        best = (int)(splitmix(&s->rng) % HAK_STRAT_COUNT);
+        uint64_t pick = splitmix(&s->rng) % (uint64_t)nok;
+        for (int k = 0; k < HAK_STRAT_COUNT; k++)
+          if (ok[k] && pick-- == 0) best = k;
       } else {
-        best = 0;
-        for (int k = 1; k < HAK_STRAT_COUNT; k++)
-          if (s->cost[k] < s->cost[best]) best = k;
+        best = rated;
       }
     }
   }
   s->strategy = (uint8_t)best;
+  hak_store_relaxed(&s->xstrategy, s->strategy);
   if (best != old) {
     s->changes++;
     if (hak_opt(LEARN_LOG))
@@ -181,32 +228,36 @@ static void choose(hak_site_t* s, uintptr_t ra) {
 
 /* ---------------------------------------------------------------- hooks */
 
-/* Before a large allocation at site `idx`: the strategy to apply. */
-int _hak_site_before_alloc(uint32_t idx, uint64_t* t0) {
+/* Before a large allocation at site `idx`: the strategy to apply; whether
+ * the site's blocks live long (then a reused block does not keep resident
+ * pages beyond its size: they would idle for the block's life); and the size
+ * its blocks usually have when freed (larger than requested when they grow
+ * by realloc: such a block is best served by a cached block that already
+ * covers what it will grow to).  Both hints are learned: 0 when not learning.
+ * *t0 is the start time when this allocation is measured (it closes an
+ * episode, or the site is not settled yet), else 0.  No lock. */
+int _hak_site_before_alloc(uint32_t idx, uint64_t* t0, bool* long_lived, size_t* final_size) {
   hak_site_t* s = &site_tab[idx];
-  *t0 = now_ns();
-  site_lock(s);
-  int st = learning() ? s->strategy : default_strategy();
-  site_unlock(s);
-  return st;
+  bool measure = !hak_load_relaxed(&s->xsettled) || hak_load_relaxed(&s->xopen);
+  *t0 = measure ? now_ns() : 0;
+  *long_lived = hak_load_relaxed(&s->xlong);
+  *final_size = hak_load_relaxed(&s->xfinal);
+  return learning() ? hak_load_relaxed(&s->xstrategy) : default_strategy();
 }
 
 /* After it: statistics, and the episode the site's last free opened. */
 void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before) {
   hak_site_t* s = &site_tab[idx];
-  uint64_t t1 = now_ns();
   uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
   seg->site = idx;
   seg->site_clock = clock;
+  atomic_fetch_add_explicit(&s->xallocs, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->xbytes, size, memory_order_relaxed);
+  if (t0 == 0) return;   /* not measured */
+  uint64_t t1 = now_ns();
   site_lock(s);
-  s->allocs++;
-  s->bytes += size;
   if (size < s->min_size) s->min_size = size;
   if (size > s->max_size) s->max_size = size;
-  if (s->streak) {
-    ewma(&s->streak_ewma, s->streak, 0.1);
-    s->streak = 0;
-  }
   if (s->last_free_clock) ewma(&s->reuse_ewma, (double)(clock - s->last_free_clock), 0.1);
   /* faults this block will take: the touched share of it beyond what was resident */
   double touch = s->samples ? s->touch_ewma : 1.0;
@@ -221,58 +272,80 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
                   byte_weight() * ((double)e.resident / 1048576.0) * held_s;
     rate(s, e.strategy, cost, 0.1);
     s->episodes++;
+    if (s->episodes >= SITE_SETTLED) hak_store_relaxed(&s->xsettled, 1);
     choose(s, hak_load_relaxed(&s->key));
   }
   site_unlock(s);
 }
 
-/* At a large free: statistics, then the strategy for this block. */
+/* The fraction of a block's pages that are resident: one mincore call over
+ * a small block, four windows spread over a big one; -1 when unknown. */
+static double touch_fraction(const hak_segment_t* seg) {
+  enum { WIN = 256, NWIN = 4 };
+  uint8_t vec[WIN * NWIN];
+  uint8_t* base = (uint8_t*)seg + hak_align_up(seg->large_off, HAK_OS_PAGE);
+  size_t pages = hak_align_up(seg->large_size, HAK_OS_PAGE) / HAK_OS_PAGE;
+  size_t in = 0, n = 0;
+  if (pages <= WIN * NWIN) {
+    if (mincore(base, pages * HAK_OS_PAGE, vec) == 0) n = pages;
+  } else {
+    for (size_t w = 0; w < NWIN; w++) {
+      size_t first = (pages - WIN) * w / (NWIN - 1);
+      if (mincore(base + first * HAK_OS_PAGE, (size_t)WIN * HAK_OS_PAGE, vec + n) == 0) n += WIN;
+    }
+  }
+  for (size_t i = 0; i < n; i++) in += vec[i] & 1;
+  return n ? (double)in / (double)n : -1;
+}
+
+/* At a large free: statistics, then the strategy for this block.  A
+ * settled site measures (times, samples, opens an episode for) only 1 free
+ * in SITE_MEASURE_EVERY: the others take no lock and read no clock; *t0 is
+ * 0 for them. */
 int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
   uint32_t idx = seg->site;
   hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
+  atomic_fetch_add_explicit(&s->xfrees, 1, memory_order_relaxed);
+  if (hak_load_relaxed(&s->xsettled) &&
+      atomic_fetch_add_explicit(&s->xtick, 1, memory_order_relaxed) % SITE_MEASURE_EVERY != 0) {
+    *t0 = 0;
+    return learning() ? hak_load_relaxed(&s->xstrategy) : default_strategy();
+  }
   *t0 = now_ns();
   uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
-  /* sample how much of the block was touched (one mincore call, 1 in 8) */
-  double touched = -1;
-  site_lock(s);
-  bool sample = learning() && (s->frees & 7) == 0;
-  site_unlock(s);
-  if (sample && seg->large_size >= HAK_OS_PAGE) {
-    size_t pages = hak_align_up(seg->large_size, HAK_OS_PAGE) / HAK_OS_PAGE;
-    uint8_t vec[512];
-    size_t step = pages > 512 ? (pages + 511) / 512 : 1;   /* sample up to 512 pages */
-    size_t in = 0, n = 0;
-    for (size_t i = 0; i < pages && n < 512; i += step, n++) {
-      if (mincore((uint8_t*)seg + hak_align_up(seg->large_off, HAK_OS_PAGE) + i * HAK_OS_PAGE, HAK_OS_PAGE, vec) == 0 && (vec[0] & 1)) in++;
-    }
-    if (n) touched = (double)in / (double)n;
-  }
   site_lock(s);
   s->frees++;
-  s->streak++;
   s->last_free_clock = clock;
   ewma(&s->life_ewma, (double)(clock - seg->site_clock), 0.1);
-  if (touched >= 0) {
-    s->touch_ewma = s->samples ? 0.8 * s->touch_ewma + 0.2 * touched : touched;
-    s->samples++;
+  ewma(&s->final_ewma, (double)seg->large_size, 0.1);
+  if (learning() && s->frees >= (uint64_t)hak_opt(LEARN_MIN_EVENTS)) {
+    hak_store_relaxed(&s->xlong, s->life_ewma >= SITE_LONG_LIFE);
+    hak_store_relaxed(&s->xfinal, (size_t)s->final_ewma);
   }
   int st = learning() ? s->strategy : default_strategy();
-  /* the site's share of the BigCache: its learned ring size */
-  if ((st == HAK_STRAT_CACHE || st == HAK_STRAT_PREFAULT) && learning()) {
-    uint32_t ring = (uint32_t)(s->streak_ewma + 1.5);
-    if (ring > SITE_RING_MAX) ring = SITE_RING_MAX;
-    if (s->cached >= ring) st = HAK_STRAT_DECOMMIT;
-  }
+  /* sample how much of the block was touched: 1 measured free in 8 until
+   * the site has 32 samples, then 1 in 64 (a mincore call costs about a
+   * microsecond) */
+  bool sample = learning() && (s->frees & (s->samples < 32 ? 7 : 63)) == 1;
   site_unlock(s);
+  if (sample && seg->large_size >= HAK_OS_PAGE) {
+    double touched = touch_fraction(seg);
+    if (touched >= 0) {
+      site_lock(s);
+      s->touch_ewma = s->samples ? 0.8 * s->touch_ewma + 0.2 * touched : touched;
+      s->samples++;
+      site_unlock(s);
+    }
+  }
   return st;
 }
 
 /* After the free: record the episode it opens. */
 void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident) {
+  if (t0 == 0) return;   /* not measured */
   hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
   uint64_t t1 = now_ns();
   site_lock(s);
-  if (resident) s->cached++;
   if (learning()) {
     if (s->nfifo == SITE_FIFO) {   /* the oldest never saw a reuse: close it on retention alone */
       site_episode_t e = fifo_pop(s);
@@ -284,15 +357,8 @@ void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t reside
     e->t_ns = t1;
     e->free_ns = t1 - t0;
     e->resident = resident;
+    hak_store_relaxed(&s->xopen, s->nfifo);
   }
-  site_unlock(s);
-}
-
-/* A cached block of the site left the BigCache (reused or evicted). */
-void _hak_site_uncached(uint32_t idx) {
-  hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
-  site_lock(s);
-  if (s->cached) s->cached--;
   site_unlock(s);
 }
 
@@ -325,7 +391,7 @@ size_t _hak_sites_used(void) { return hak_load_relaxed(&site_used); }
 
 int _hak_site_strategy_of(uintptr_t ra) {
   for (uint32_t i = 1; i < HAK_SITES; i++)
-    if (hak_load_relaxed(&site_tab[i].key) == ra) return site_tab[i].strategy;
+    if (hak_load_relaxed(&site_tab[i].key) == ra) return hak_load_relaxed(&site_tab[i].xstrategy);
   return -1;
 }
 
@@ -340,7 +406,7 @@ size_t _hak_sites_report(char* buf, size_t cap, int top) {
     uint64_t best = 0;
     int bi = -1;
     for (int i = 0; i < HAK_SITES; i++) {
-      uint64_t b = site_tab[i].bytes;
+      uint64_t b = hak_load_relaxed(&site_tab[i].xbytes);
       if (b > best && b < last) best = b, bi = i;
     }
     if (bi < 0) break;
@@ -355,10 +421,10 @@ size_t _hak_sites_report(char* buf, size_t cap, int top) {
       _hak_snprintf(sym, sizeof sym, "%s+0x%lx", info.dli_fname, (unsigned long)(ra - (uintptr_t)info.dli_fbase));
     len += (size_t)_hak_snprintf(
         buf + len, cap - len,
-        "  site %p %-28.28s allocs=%llu frees=%llu bytes=%llu size=%zu..%zu reuse=%.0f life=%.0f touch=%.2f faults~%llu strategy=%s changes=%u\n",
-        (void*)ra, bi == 0 ? "(other sites)" : sym, (unsigned long long)s->allocs, (unsigned long long)s->frees,
-        (unsigned long long)s->bytes, s->min_size == SIZE_MAX ? 0 : s->min_size, s->max_size, s->reuse_ewma,
-        s->life_ewma, s->samples ? s->touch_ewma : 1.0, (unsigned long long)s->faults_est, strat_names[s->strategy],
+        "  site %p %-28.28s allocs=%llu frees=%llu bytes=%llu size=%zu..%zu final=%.0f reuse=%.0f life=%.0f touch=%.2f faults~%llu strategy=%s changes=%u\n",
+        (void*)ra, bi == 0 ? "(other sites)" : sym, (unsigned long long)hak_load_relaxed(&s->xallocs),
+        (unsigned long long)hak_load_relaxed(&s->xfrees), (unsigned long long)hak_load_relaxed(&s->xbytes), s->min_size == SIZE_MAX ? 0 : s->min_size, s->max_size, s->final_ewma, s->reuse_ewma,
+        s->life_ewma, s->samples ? s->touch_ewma : 1.0, (unsigned long long)s->faults_est, strat_names[hak_load_relaxed(&s->xstrategy)],
         s->changes);
     shown++;
   }

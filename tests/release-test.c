@@ -1,5 +1,6 @@
-/* Tests of the large-block and release machinery (BigCache, release batch,
- * decommit modes, profiles, malloc_trim, THP, OS calls in steady state).
+/* Tests of the large-block and release machinery (BigCache and its
+ * cross-size reuse, release batch, decommit modes, profiles, malloc_trim,
+ * THP, OS calls in steady state).
  * Linked against build/libhakmem.a; one scenario per run: release-test NAME.
  * The case script sets the environment (profiles, overrides) per scenario. */
 #define _GNU_SOURCE
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -128,6 +130,164 @@ static void t_calloc_reuse(void) {
   }
 }
 
+/* A pattern byte for offset i of block `tag`. */
+static unsigned char pat(size_t i, unsigned tag) { return (unsigned char)((i >> 12) * 31 + i + tag); }
+static void fill(unsigned char* p, size_t from, size_t to, unsigned tag) {
+  for (size_t i = (from + 508) / 509 * 509; i < to; i += 509) p[i] = pat(i, tag);
+}
+static size_t check_fill(const unsigned char* p, size_t n, unsigned tag) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i += 509) bad += p[i] != pat(i, tag);
+  return bad;
+}
+
+/* Cross-size reuse of the large tier: a block growing by realloc moves into
+ * a cached bigger block whose touched extent covers it (copied while small,
+ * its pages moved by mremap beyond 1 MiB) and grows into resident memory:
+ * contents preserved, few page faults; growing it past that block's mapping
+ * still works (mremap, or a copy when the range is two moved pieces). */
+static void t_cross_realloc(void) {
+  size_t big = 48u << 20;
+  unsigned tag = 1;
+  for (int round = 0; round < 2; round++) {
+    /* a cached, fully touched 48 MiB block */
+    unsigned char* c = malloc(big);
+    touch(c, big);
+    free(c);
+    /* round 0 starts small (copied), round 1 at 1.5 MiB (pages moved) */
+    size_t n = round == 0 ? 200u << 10 : 1536u << 10;
+    unsigned char* p = malloc(n);
+    fill(p, 0, n, tag);   /* touches every page */
+    long flt = minflt();
+    while (n < (24u << 20)) {
+      size_t m = n + n / 2;
+      p = realloc(p, m);
+      CHECKF(p != NULL, "realloc to %zu", m);
+      if (p == NULL) return;
+      CHECKF(check_fill(p, n, tag) == 0, "round %d: contents lost growing %zu -> %zu", round, n, m);
+      fill(p, n, m, tag);
+      n = m;
+    }
+    long grow_faults = minflt() - flt;
+    printf("cross_realloc: round %d: %ld faults growing to %zu MiB\n", round, grow_faults, n >> 20);
+    /* without the cached block: ~6,000 (one per 4 KiB page) */
+    CHECKF(grow_faults < 1500, "round %d: %ld faults growing into a cached block", round, grow_faults);
+    /* past the 112 MiB mapping of the cached block */
+    size_t m = 160u << 20;
+    p = realloc(p, m);
+    CHECKF(p != NULL, "realloc to %zu", m);
+    if (p == NULL) return;
+    CHECKF(check_fill(p, n, tag) == 0, "round %d: contents lost growing past the mapping", round);
+    fill(p, n, m, tag);
+    CHECKF(check_fill(p, m, tag) == 0, "round %d: contents", round);
+    /* and shrinking back */
+    p = realloc(p, 300u << 10);
+    CHECKF(p != NULL && check_fill(p, 300u << 10, tag) == 0, "round %d: contents after shrinking", round);
+    free(p);
+    tag++;
+  }
+}
+
+/* End of the mapping that holds p (from /proc/self/maps), 0 if unknown. */
+static uintptr_t mapping_end(const void* p) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  if (f == NULL) return 0;
+  unsigned long a, b, end = 0;
+  char line[512];
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a <= (uintptr_t)p && (uintptr_t)p < b) end = b;
+  fclose(f);
+  return end;
+}
+
+/* A cached block whose mapping is smaller than a request but covers most of
+ * it (a realloc that could not grow in place moved it to a mapping of its
+ * exact size) serves the request: its mapping is grown, its resident pages
+ * are reused (few faults), and calloc of it is zero. */
+static void t_cross_grow(void) {
+  size_t n = 8u << 20;
+  unsigned char* p = malloc(n);
+  memset(p, 1, n);
+  uintptr_t end = mapping_end(p);
+  /* occupy the range after the mapping: the realloc must move */
+  void* wall = end ? mmap((void*)end, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) : MAP_FAILED;
+  CHECKF(wall == (void*)end, "cannot place a wall after the block's mapping");
+  size_t m = end - (uintptr_t)p + (4u << 20);   /* past the mapping's headroom */
+  p = realloc(p, m);
+  CHECKF(p != NULL, "realloc");
+  if (p == NULL) return;
+  memset(p, 2, m);
+  free(p);   /* cached: mapping of exactly m + header, all of it touched */
+  long flt = minflt();
+  size_t big = m + (2u << 20);
+  unsigned char* q = calloc(1, big);
+  long faults = minflt() - flt;
+  size_t nz = 0;
+  for (size_t i = 0; i < big; i += 97) nz += q[i] != 0;
+  printf("cross_grow: %zu MiB block from a cached %zu MiB one: %s, %ld faults\n", big >> 20, m >> 20,
+         q == p ? "same address" : "moved", faults);
+  CHECKF(nz == 0, "%zu non-zero bytes in calloc of a grown cached block", nz);
+  /* reusing it faults in the 2 MiB beyond (512 pages), not all 5,000+ */
+  CHECKF(faults < (long)(m >> 12) / 2, "%ld faults: the cached block was not reused", faults);
+  free(q);
+  munmap(wall, 4096);
+}
+
+/* A growing realloc with nothing suitable cached: the usual path (mremap in
+ * place or moving the pages), contents preserved, and calloc of a block that
+ * was grown into is zero. */
+static void t_cross_calloc(void) {
+  unsigned char* c = malloc(32u << 20);
+  memset(c, 0x77, 32u << 20);
+  free(c);
+  unsigned char* p = malloc(300u << 10);
+  fill(p, 0, 300u << 10, 9);
+  p = realloc(p, 20u << 20);   /* takes the cached block */
+  CHECKF(p != NULL && check_fill(p, 300u << 10, 9) == 0, "contents after the move");
+  free(p);
+  unsigned char* z = calloc(1, 30u << 20);   /* reuses it: dirty, must read zero */
+  size_t nz = 0;
+  for (size_t i = 0; i < (30u << 20); i += 97) nz += z[i] != 0;
+  CHECKF(nz == 0, "%zu non-zero bytes in calloc of a reused block", nz);
+  free(z);
+}
+
+/* Small long-lived buffers that grew by realloc into big cached blocks do
+ * not pin those blocks' pages without bound: what they hold beyond their
+ * size stays within the cache's byte budget (HAKMEM_BIGCACHE_MAX_MB, set to
+ * 64 by the script).  Eight rounds of: a 40 MiB buffer written and freed
+ * (cached), then a 300 KiB buffer grown to 900 KiB and kept.  Unbounded,
+ * each kept buffer would hold a 40 MiB block: 320 MiB after malloc_trim. */
+static void t_cross_pin(void) {
+  size_t start = rss_kb();
+  unsigned char* keep[8];
+  for (int r = 0; r < 8; r++) {
+    unsigned char* big = malloc(40u << 20);
+    touch(big, 40u << 20);
+    free(big);
+    unsigned char* p = malloc(300u << 10);
+    fill(p, 0, 300u << 10, (unsigned)r + 20);
+    for (size_t n = 300u << 10; n < (900u << 10);) {
+      size_t m = n + n / 2;
+      p = realloc(p, m);
+      CHECKF(p != NULL, "realloc to %zu", m);
+      if (p == NULL) return;
+      fill(p, n, m, (unsigned)r + 20);
+      n = m;
+    }
+    keep[r] = p;
+  }
+  malloc_trim(0);
+  size_t now = rss_kb();
+  printf("cross_pin: RSS %zu KiB at start, %zu KiB with 8 kept buffers after malloc_trim\n", start, now);
+  /* bound: the 64 MiB budget plus the buffers (8 x ~1 MiB) and 8 MiB slack */
+  CHECKF(now < start + (64u << 10) + (16u << 10), "RSS %zu KiB: kept buffers pin cached blocks beyond the budget", now);
+  for (int r = 0; r < 8; r++) {
+    CHECKF(check_fill(keep[r], 300u << 10, (unsigned)r + 20) == 0, "buffer %d contents", r);
+    free(keep[r]);
+  }
+}
+
 /* build a 1 GiB live set of mixed small and large blocks, free it all;
  * mode "wait": RSS back within 10 % + 8 MiB within one second (lean);
  * mode "trim": the same immediately after malloc_trim(0) (every profile) */
@@ -229,6 +389,10 @@ int main(int argc, char** argv) {
   else if (!strcmp(t, "bigcache_bound")) t_bigcache_bound();
   else if (!strcmp(t, "batch_dontneed")) t_batch_dontneed();
   else if (!strcmp(t, "calloc_reuse")) t_calloc_reuse();
+  else if (!strcmp(t, "cross_realloc")) t_cross_realloc();
+  else if (!strcmp(t, "cross_calloc")) t_cross_calloc();
+  else if (!strcmp(t, "cross_grow")) t_cross_grow();
+  else if (!strcmp(t, "cross_pin")) t_cross_pin();
   else if (!strcmp(t, "rss_wait")) t_rss_return(0);
   else if (!strcmp(t, "rss_trim")) t_rss_return(1);
   else if (!strcmp(t, "steady_calls")) t_steady_calls();

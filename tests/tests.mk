@@ -52,6 +52,7 @@ $(foreach v,release debug hak asan tsan glibc,$(eval $(call ht_c_prog,test-threa
 $(foreach v,release debug glibc,$(eval $(call ht_c_prog,test-misuse,$(v))))
 $(foreach v,release glibc,$(eval $(call ht_c_prog,test-opts,$(v))))
 $(foreach v,release,$(eval $(call ht_c_prog,test-syscalls,$(v))))
+$(foreach v,release,$(eval $(call ht_c_prog,test-internal,$(v))))
 
 # C++: linked with the shared library, and glibc-only for LD_PRELOAD.  The
 # run-time name (SONAME) of build/libhakmem.so gets a symlink in build/tests/,

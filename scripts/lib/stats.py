@@ -597,12 +597,15 @@ def cmd_soak(args):
         return 2
     d = args[0]
     meta = read_meta(d)
-    t, ops, rss = [], [], []
+    t, ops, rss, cpu_ops = [], [], [], []
     with open(os.path.join(d, "soak.csv")) as f:
         for row in csv.DictReader(f):
             t.append(float(row["t_s"]))
             ops.append(float(row["ops_per_sec"]))
             rss.append(float(row["rss_kb"]))
+            c = num(row.get("cpu_ops_per_sec"))   # absent in older soaks
+            if c:
+                cpu_ops.append(c)
     if not t:
         sys.stderr.write("stats.py soak: no samples in soak.csv\n")
         return 1
@@ -631,6 +634,12 @@ def cmd_soak(args):
         ["warm-up excluded", "first %.1f s (10 %% of the run, at most 60 s)" % warm],
         ["throughput median", "%.2f M ops/s" % (median(s_ops) / 1e6)],
         ["throughput CV", "%.2f %%" % cv_pct(s_ops)],
+    ]
+    s_cpu = [cpu_ops[i] for i in steady] if len(cpu_ops) == len(t) else []
+    if s_cpu:
+        rows.append(["throughput per CPU second: median, CV", "%.2f M ops/s, %.2f %% (leaves out time spent "
+                     "waiting for a core)" % (median(s_cpu) / 1e6, cv_pct(s_cpu))])
+    rows += [
         ["first window vs last window", "%.2f vs %.2f M ops/s (%+.2f %%), window %.1f s" % (fm / 1e6, lm / 1e6,
                                                                                             tdelta, win)],
         ["peak RSS", "%.1f MB" % (peak / 1024.0)],
@@ -644,9 +653,9 @@ def cmd_soak(args):
     out.append(md_table(["figure", "value"], rows, ["l", "l"]))
     out.append("")
     out.append("SOAK alloc=%s duration_s=%.1f samples=%d ops_median=%.0f ops_cv_pct=%.3f first_ops=%.0f "
-               "last_ops=%.0f ops_delta_pct=%.3f peak_rss_kb=%.0f steady_rss_kb=%.0f rss_drift_pct=%.3f" % (
+               "last_ops=%.0f ops_delta_pct=%.3f peak_rss_kb=%.0f steady_rss_kb=%.0f rss_drift_pct=%.3f%s" % (
                    meta.get("alloc", "?"), dur, len(t), median(s_ops), cv_pct(s_ops), fm, lm, tdelta, peak,
-                   median(s_rss), drift))
+                   median(s_rss), drift, " cpu_ops_cv_pct=%.3f" % cv_pct(s_cpu) if s_cpu else ""))
     out.append("")
     script = "\n".join([
         "set terminal @TERM@ size 1100,520",

@@ -67,7 +67,7 @@ awk -v l="$LAST" 'BEGIN { n = split(l, w, " "); for (i = 1; i <= n; i++) { split
 
 # Steps mode.
 "$B/random_mixed" --steps=3 --step-iters=10k >"$TMPD/out" || fail "steps mode"
-[[ $(grep -c '^STEP step=[0-9]* t_s=[0-9.]* ops=10000 ops_per_sec=[0-9]* rss_kb=[0-9]*$' "$TMPD/out") == 3 ]] ||
+[[ $(grep -c '^STEP step=[0-9]* t_s=[0-9.]* ops=10000 ops_per_sec=[0-9]* rss_kb=[0-9]* cpu_ops_per_sec=[0-9]*$' "$TMPD/out") == 3 ]] ||
   fail "steps mode: expected 3 STEP lines: $(cat "$TMPD/out")"
 grep -q '^RESULT .* ops=30000 ' "$TMPD/out" || fail "steps mode: RESULT does not count 30000 ops"
 "$B/random_mixed" --duration=0.2 --step-iters=10k >"$TMPD/out" || fail "duration mode"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Large blocks and memory release: BigCache hits and bounds, the release
 # batch (contents gone after DONTNEED, RSS falls), calloc of reused blocks,
+# cross-size reuse (a growing realloc moves into a cached block: contents,
+# faults, growing past it; what kept buffers pin stays within the budget),
 # RSS returning after a 1 GiB live set (lean within 1 s; malloc_trim in every
 # profile), OS calls in steady state, THP modes, profile defaults/overrides.
 set -euo pipefail
@@ -15,6 +17,11 @@ run $T bigcache_hit
 run HAKMEM_BIGCACHE_MAX_MB=32 $T bigcache_bound
 run HAKMEM_BIGCACHE_MAX_MB=0 HAKMEM_DECOMMIT=dontneed $T batch_dontneed
 run $T calloc_reuse
+for p in speed balanced; do run HAKMEM_PROFILE=$p $T cross_realloc; done
+run HAKMEM_PROFILE=lean HAKMEM_BIGCACHE_MAX_MB=128 $T cross_realloc
+run $T cross_calloc
+run $T cross_grow
+run HAKMEM_BIGCACHE_MAX_MB=64 $T cross_pin
 run HAKMEM_PROFILE=lean $T rss_wait
 for p in speed balanced lean; do run HAKMEM_PROFILE=$p $T rss_trim; done
 for p in speed balanced; do run HAKMEM_PROFILE=$p $T steady_calls; done

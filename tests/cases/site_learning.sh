@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Call-site learning: identity of call sites (C and C++ new), a bounded table
 # under 100,000 distinct sites, convergence on workloads with a known best
-# strategy, learning off = the profile's behaviour, and no data race (TSan).
+# strategy, learned hints (long-lived blocks keep no idle pages, growing
+# blocks start in a block covering their final size), learning off = the
+# profile's behaviour, and no data race (TSan).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s all tsan >/dev/null
@@ -15,6 +17,8 @@ run HAKMEM_STATS=1 $T identity 2>/dev/null   # tracked for the report too
 run HAKMEM_LEARN=1 $T bounded
 run HAKMEM_LEARN=1 HAKMEM_LEARN_SEED=7 $T converge_cache
 run HAKMEM_LEARN=1 HAKMEM_LEARN_SEED=7 HAKMEM_LEARN_BYTE_COST=2000000000 HAKMEM_BIGCACHE_MAX_MB=1024 $T converge_release
+run HAKMEM_LEARN=1 $T long_trim
+run HAKMEM_LEARN=1 $T grow_hint
 
 # learning off: the same OS calls as with no site tracking at all
 a=$(env -u HAKMEM_PROFILE $T off | grep '^off:')

@@ -1,0 +1,46 @@
+/* White-box checks of the slab arithmetic the free fast path relies on,
+ * linked with libhakmem.a and its internal header.  Exhaustive over every
+ * size class and every offset of its slab:
+ *   hak_is_carved_block(s, off, carved) == (off % d == 0 && off / d < n)
+ * for n carved blocks, hak_is_block_start, hak_slab_bump, and the block
+ * index ((off * recip) >> 64) that the secure build uses. */
+#include "../src/internal.h"
+#include "hak_test.h"
+
+static void check_class(size_t cls) {
+  hak_slab_t s;
+  memset(&s, 0, sizeof s);
+  uint32_t d = _hak_class_size[cls];
+  s.bsize = d;
+  s.npages = _hak_class_pages[cls];
+  s.recip = hak_slab_recip(d);
+  uint32_t limit = hak_slab_limit(&s), nblocks = limit / d, e = hak_slab_step(&s);
+  CHECKF(e >= 1 && e <= d, "class %zu (%u B): step %u outside [1, d]", cls, d, e);
+  uint32_t ns[] = {0, 1, nblocks / 2, nblocks - 1, nblocks};
+  for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+    uint32_t n = ns[k], carved = n * e;
+    CHECKF(hak_slab_bump(&s, carved) == n * d, "class %zu: bump of %u blocks", cls, n);
+    for (uint64_t off = 0; off < (uint64_t)limit + 2 * d; off++) {
+      bool start = off % d == 0;
+      if (hak_is_carved_block(&s, off, carved) != (start && off / d < n)) {
+        CHECKF(0, "class %zu (%u B): carved check wrong at offset %" PRIu64 " with %u carved", cls, d, off, n);
+        return;
+      }
+      if (k == 0 && hak_is_block_start(&s, off) != start) {
+        CHECKF(0, "class %zu (%u B): block-start check wrong at offset %" PRIu64, cls, d, off);
+        return;
+      }
+      if (k == 0 && (uint64_t)(((unsigned __int128)off * s.recip) >> 64) != off / d) {
+        CHECKF(0, "class %zu (%u B): block index wrong at offset %" PRIu64, cls, d, off);
+        return;
+      }
+    }
+  }
+}
+
+int main(void) {
+  ht_begin("carved-block, block-start, bump and index arithmetic, every class");
+  for (size_t cls = 0; cls < HAK_NCLASSES; cls++) check_class(cls);
+  printf("%ld checks, %ld failed\n", ht_checks, ht_failures);
+  return ht_failures ? 1 : 0;
+}
