@@ -52,6 +52,13 @@ CXX
 c++ -O1 -fno-omit-frame-pointer -Iinclude build/tests/site-cxx.cc build/libhakmem.a -pthread -o build/tests/site-cxx
 run HAKMEM_LEARN=1 build/tests/site-cxx
 
+# the page-fault cost the learning charges is measured on this machine, and reported
+make -s bench-progs >/dev/null
+line=$(env HAKMEM_STATS=1 HAKMEM_LEARN=1 LD_PRELOAD=build/libhakmem.so build/bench/sites --iters=100 2>&1 >/dev/null | grep '^sites: ' || true)
+echo "+ $line"
+ns=$(sed -n 's/.*page fault measured at \([0-9]*\) ns.*/\1/p' <<<"$line")
+if [[ -z $ns ]] || ((ns < 100 || ns > 20000)); then echo "FAIL: no measured page-fault cost in the report: $line"; exit 1; fi
+
 # threads under TSan (hak_ names, TSan build of the library)
 if clang -fsanitize=thread -O1 -g -std=gnu11 -DSITE_TSAN -Iinclude -Itests tests/site-test.c build/tsan/libhakmem.a -pthread \
      -o build/tests/site-test-tsan 2>/dev/null ||
