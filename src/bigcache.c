@@ -69,6 +69,7 @@ static uint64_t classes_in(size_t lo, size_t hi) {
 /* Take entry i out of class c's ring (lock held). */
 static hak_segment_t* bc_remove_locked(size_t c, size_t i) {
   hak_segment_t* seg = bc_ring[c][i].seg;
+  _hak_site_ring_leave(seg);
   memmove(&bc_ring[c][i], &bc_ring[c][i + 1], sizeof(bc_entry_t) * (size_t)(bc_count[c] - i - 1));
   if (--bc_count[c] == 0) bc_nonempty &= ~((uint64_t)1 << c);
   bc_total_entries--;

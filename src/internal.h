@@ -175,6 +175,7 @@ typedef struct hak_segment_s {
   uint8_t prefaulted;
   uint8_t pieced;                    /* two mappings moved together: mremap cannot grow it */
   size_t pinned;                     /* resident bytes beyond its need, taken from the BigCache (see take_cover) */
+  uint32_t ring_site;                /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
   uint8_t _p8[2];
   uint64_t site_clock;               /* site clock at allocation */
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
@@ -338,6 +339,8 @@ int  _hak_site_before_alloc(uint32_t idx, uint64_t* t0, bool* long_lived, size_t
 void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before);
 int  _hak_site_on_free(hak_segment_t* seg, uint64_t* t0);
 void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident);
+bool _hak_site_ring_enter(hak_segment_t* seg);
+void _hak_site_ring_leave(hak_segment_t* seg);
 size_t _hak_sites_used(void);
 size_t _hak_sites_report(char* buf, size_t cap, int top);
 int  _hak_site_strategy_of(uintptr_t ra);

@@ -288,7 +288,11 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     bool cached = false;
     size_t resident = hak_large_resident(seg);
     if (st == HAK_STRAT_CACHE || st == HAK_STRAT_PREFAULT) {
-      cached = _hak_bigcache_put(seg);
+      /* within the site's learned ring, else decommitted (kept mapped) */
+      if (_hak_site_ring_enter(seg)) {
+        cached = _hak_bigcache_put(seg);
+        if (!cached) _hak_site_ring_leave(seg);
+      }
       if (!cached) _hak_release_large(seg);
     } else if (st == HAK_STRAT_RELEASE || st == HAK_STRAT_POPULATE) {
       _hak_unmap_large(seg);

@@ -35,6 +35,7 @@
 #define SITE_LONG_LIFE 16.0   /* large operations: a block living longer is long-lived */
 #define SITE_SETTLED 64       /* episodes after which a site is measured on 1 free in SITE_MEASURE_EVERY */
 #define SITE_MEASURE_EVERY 16
+#define SITE_RING_WINDOW 256  /* allocations per window of the learned ring size */
 
 typedef struct {
   uint8_t strategy;
@@ -55,6 +56,9 @@ typedef struct hak_site_s {
   _Atomic(uint32_t) xtick;           /* frees since settled */
   _Atomic(size_t) xfinal;            /* size its blocks have when freed (learned hint), 0: none */
   _Atomic(uint64_t) xallocs, xfrees, xbytes;
+  _Atomic(uint32_t) xlive;           /* its blocks allocated and not freed */
+  _Atomic(uint32_t) xcached;         /* its freed blocks in the BigCache */
+  _Atomic(uint32_t) xlive_max, xlive_prev;   /* most live blocks in this window of 256 allocations, and the last */
   /* statistics (of measured operations) */
   uint64_t frees;
   size_t min_size, max_size;
@@ -168,10 +172,12 @@ uint32_t _hak_site_index(uintptr_t ra) {
  * the machine's, not a constant: ~0.3 us on bare metal, ~2 us in the VM we
  * measure on, where a fixed 400 ns made learning prefer demand faults to
  * prefaulting, which ran 11 % faster.  It is measured once, when learning
- * first needs it: writing a fresh 1 MiB mapping minus writing it again once
- * resident (what a fault adds to the program's own writes), the lower of two
- * rounds, clamped to [100 ns, 20 us]; 400 ns if the mapping fails. */
-#define FAULT_PAGES 256
+ * first needs it: writing a fresh 128 KiB mapping minus writing it again
+ * once resident (what a fault adds to the program's own writes), the lowest
+ * of eight rounds (a round the thread was preempted in counts for nothing),
+ * clamped to [100 ns, 20 us]; 400 ns if the mapping fails. */
+#define FAULT_PAGES 32
+#define FAULT_ROUNDS 8
 static _Atomic(uint64_t) fault_ns_measured;
 
 static double fault_ns(void) {
@@ -179,7 +185,7 @@ static double fault_ns(void) {
   if (hak_likely(v != 0)) return (double)v;
   uint64_t best = UINT64_MAX;
   size_t len = (size_t)FAULT_PAGES * HAK_OS_PAGE;
-  for (int round = 0; round < 2; round++) {
+  for (int round = 0; round < FAULT_ROUNDS; round++) {
     uint8_t* m = _hak_os_map(len, NULL);
     if (m == NULL) break;
     uint64_t t0 = now_ns();
@@ -282,8 +288,15 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
   uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
   seg->site = idx;
   seg->site_clock = clock;
-  atomic_fetch_add_explicit(&s->xallocs, 1, memory_order_relaxed);
+  uint64_t n = atomic_fetch_add_explicit(&s->xallocs, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&s->xbytes, size, memory_order_relaxed);
+  uint32_t live = atomic_fetch_add_explicit(&s->xlive, 1, memory_order_relaxed) + 1;
+  if (n % SITE_RING_WINDOW == 0) {   /* a new window: the ring follows the site's recent working set */
+    hak_store_relaxed(&s->xlive_prev, hak_load_relaxed(&s->xlive_max));
+    hak_store_relaxed(&s->xlive_max, live);
+  } else if (live > hak_load_relaxed(&s->xlive_max)) {
+    hak_store_relaxed(&s->xlive_max, live);   /* racing updates may lose one: a statistic */
+  }
   if (t0 == 0) return;   /* not measured */
   uint64_t t1 = now_ns();
   site_lock(s);
@@ -337,6 +350,7 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
   uint32_t idx = seg->site;
   hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
   atomic_fetch_add_explicit(&s->xfrees, 1, memory_order_relaxed);
+  if (hak_load_relaxed(&s->xlive) > 0) atomic_fetch_sub_explicit(&s->xlive, 1, memory_order_relaxed);
   if (hak_load_relaxed(&s->xsettled) &&
       atomic_fetch_add_explicit(&s->xtick, 1, memory_order_relaxed) % SITE_MEASURE_EVERY != 0) {
     *t0 = 0;
@@ -391,6 +405,39 @@ void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t reside
     hak_store_relaxed(&s->xopen, s->nfifo);
   }
   site_unlock(s);
+}
+
+/* The site's BigCache ring: how many of its freed blocks it may keep cached,
+ * learned as its working set — the most of its blocks live at once over the
+ * last two windows of SITE_RING_WINDOW allocations — plus one.  A site that
+ * never holds more than one block keeps at most two (a one-shot buffer does
+ * not leave a queue of 50 MiB blocks behind); a ring of 16 long-lived
+ * blocks keeps up to 17.  Blocks beyond the ring are decommitted instead.
+ * Only while learning; the shared byte budget and age bound apply anyway.
+ * (An earlier ring sized by "frees in a row" cut vm_cold's reuse: 25x the
+ * faults; the working set does not.) */
+static uint32_t ring_size(const hak_site_t* s) {
+  uint32_t a = hak_load_relaxed(&s->xlive_max), b = hak_load_relaxed(&s->xlive_prev);
+  uint32_t m = a > b ? a : b;
+  return m < 1 ? 2 : m + 1;
+}
+
+/* Before a freed block of this site enters the BigCache: false when the
+ * site's ring is full (the caller gives the block back instead). */
+bool _hak_site_ring_enter(hak_segment_t* seg) {
+  if (!learning() || seg->site >= HAK_SITES) return true;
+  hak_site_t* s = &site_tab[seg->site];
+  if (hak_load_relaxed(&s->xcached) >= ring_size(s)) return false;
+  atomic_fetch_add_explicit(&s->xcached, 1, memory_order_relaxed);
+  seg->ring_site = seg->site + 1;
+  return true;
+}
+
+/* A block leaves the BigCache (taken, evicted, expired, or not cached after all). */
+void _hak_site_ring_leave(hak_segment_t* seg) {
+  if (seg->ring_site == 0) return;
+  atomic_fetch_sub_explicit(&site_tab[seg->ring_site - 1].xcached, 1, memory_order_relaxed);
+  seg->ring_site = 0;
 }
 
 /* In a fork child only the forking thread exists: a site lock another thread
@@ -455,11 +502,11 @@ size_t _hak_sites_report(char* buf, size_t cap, int top) {
       _hak_snprintf(sym, sizeof sym, "%s+0x%lx", info.dli_fname, (unsigned long)(ra - (uintptr_t)info.dli_fbase));
     len += (size_t)_hak_snprintf(
         buf + len, cap - len,
-        "  site %p %-28.28s allocs=%llu frees=%llu bytes=%llu size=%zu..%zu final=%.0f reuse=%.0f life=%.0f touch=%.2f faults~%llu strategy=%s changes=%u\n",
+        "  site %p %-28.28s allocs=%llu frees=%llu bytes=%llu size=%zu..%zu final=%.0f reuse=%.0f life=%.0f touch=%.2f faults~%llu strategy=%s ring=%u changes=%u\n",
         (void*)ra, bi == 0 ? "(other sites)" : sym, (unsigned long long)hak_load_relaxed(&s->xallocs),
         (unsigned long long)hak_load_relaxed(&s->xfrees), (unsigned long long)hak_load_relaxed(&s->xbytes), s->min_size == SIZE_MAX ? 0 : s->min_size, s->max_size, s->final_ewma, s->reuse_ewma,
         s->life_ewma, s->samples ? s->touch_ewma : 1.0, (unsigned long long)s->faults_est, strat_names[hak_load_relaxed(&s->xstrategy)],
-        s->changes);
+        ring_size(s), s->changes);
     shown++;
   }
   return len;

@@ -11,6 +11,9 @@
  *               learning on)
  *   grow_hint   a site whose blocks grow by realloc: after learning, a new
  *               block starts in a cached block that covers its final size
+ *   ring ON|OFF a site holding one block at a time keeps at most two of its
+ *               freed blocks cached (learned ring size); none of that with
+ *               learning off
  *   off         learning off: exactly the profile's behaviour (same OS calls
  *               as with site tracking entirely off)
  *   threads     several threads sharing sites (run under TSan) */
@@ -169,6 +172,37 @@ static void t_long_trim(void) {
   for (int k = 0; k < WS; k++) FREE(ring[k]);
 }
 
+/* The learned ring: a site that holds one block at a time keeps at most two
+ * of its freed blocks cached.  Blocks of 0.5, 1.5, 4.5, 13.5 and 40.5 MiB
+ * (each too big for the cached ones to serve), written and freed one after
+ * the other: with learning, the first two stay cached and the rest are
+ * decommitted (HAKMEM_DECOMMIT=dontneed: RSS falls at once); without, all
+ * 60 MiB stay cached within the 128 MiB budget.  argv: "on" or "off". */
+static size_t statm_rss_kb(void) {
+  FILE* f = fopen("/proc/self/statm", "r");
+  unsigned long size = 0, res = 0;
+  if (f) {
+    if (fscanf(f, "%lu %lu", &size, &res) != 2) res = 0;
+    fclose(f);
+  }
+  return res * ((size_t)sysconf(_SC_PAGESIZE) / 1024);
+}
+__attribute__((noinline)) static void* ring_site(size_t n) { return MALLOC(n); }
+static void t_ring(const char* mode) {
+  size_t start = statm_rss_kb(), n = 512u << 10;
+  for (int i = 0; i < 5; i++, n *= 3) {
+    unsigned char* p = ring_site(n);
+    memset(p, 1, n);
+    FREE(p);
+  }
+  size_t grew = statm_rss_kb() - start;
+  printf("ring (%s): RSS grew by %zu KiB after 5 freed blocks of 0.5..40.5 MiB\n", mode, grew);
+  if (!strcmp(mode, "on"))
+    CHECKF(grew < (8u << 10), "%zu KiB kept: the site's ring (2 blocks: 2 MiB) did not bound its cache", grew);
+  else
+    CHECKF(grew > (40u << 10), "%zu KiB kept: without learning, every freed block should stay cached", grew);
+}
+
 __attribute__((noinline)) static void* grow_site(size_t n) { return MALLOC(n); }
 __attribute__((noinline)) static void* other_site(size_t n) { return MALLOC(n); }
 static void t_grow_hint(void) {
@@ -254,6 +288,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(t, "long_trim")) t_long_trim();
   else if (!strcmp(t, "grow_hint")) t_grow_hint();
   else if (!strcmp(t, "off")) t_off();
+  else if (!strcmp(t, "ring") && argc > 2) t_ring(argv[2]);
   else if (!strcmp(t, "threads")) t_threads();
   else {
     fprintf(stderr, "usage: site-test SCENARIO\n");

@@ -19,6 +19,8 @@ run HAKMEM_LEARN=1 HAKMEM_LEARN_SEED=7 $T converge_cache
 run HAKMEM_LEARN=1 HAKMEM_LEARN_SEED=7 HAKMEM_LEARN_BYTE_COST=2000000000 HAKMEM_BIGCACHE_MAX_MB=1024 $T converge_release
 run HAKMEM_LEARN=1 $T long_trim
 run HAKMEM_LEARN=1 $T grow_hint
+run HAKMEM_LEARN=1 HAKMEM_DECOMMIT=dontneed $T ring on
+run HAKMEM_LEARN=0 HAKMEM_DECOMMIT=dontneed $T ring off
 
 # learning off: the same OS calls as with no site tracking at all
 a=$(env -u HAKMEM_PROFILE $T off | grep '^off:')
