@@ -222,6 +222,22 @@ def histogram_chart(cwd, png, datafile, ncols, title, ylabel, logscale=False, re
 # ----------------------------------------------------------------- summary
 
 
+def one_dir(args, cmd):
+    """The one DIR argument of a report command, or None after a usage line."""
+    if len(args) != 1:
+        sys.stderr.write("usage: stats.py %s DIR\n" % cmd)
+        return None
+    return args[0]
+
+
+def write_report(d, name, out):
+    """Write the report lines to DIR/name and print them."""
+    text = "\n".join(out) + "\n"
+    with open(os.path.join(d, name), "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+
+
 def cmd_summary(args):
     xs = []
     for a in args:
@@ -304,10 +320,9 @@ def write_runs_csv(d, runs):
 
 
 def cmd_report(args):
-    if len(args) != 1:
-        sys.stderr.write("usage: stats.py report DIR\n")
+    d = one_dir(args, "report")
+    if d is None:
         return 2
-    d = args[0]
     meta = read_meta(d)
     runs = load_raw(d)
     write_runs_csv(d, runs)
@@ -498,10 +513,7 @@ def cmd_report(args):
         out.append("")
     out.append("Files: `runs.csv` (every run, every key), `logs/` (stdout/stderr of each run)%s." %
                ("".join(", `%s`" % c[0] for c in charts)))
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(d, "report.md"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    write_report(d, "report.md", out)
     return 0
 
 
@@ -511,10 +523,9 @@ SYSCALLS = ["mmap", "munmap", "madvise", "mprotect", "mremap", "brk"]
 
 
 def cmd_syscalls(args):
-    if len(args) != 1:
-        sys.stderr.write("usage: stats.py syscalls DIR\n")
+    d = one_dir(args, "syscalls")
+    if d is None:
         return 2
-    d = args[0]
     meta = read_meta(d)
     # rows: alloc, source, phase(short|long), iters, status, counts...
     data = {}
@@ -581,10 +592,7 @@ def cmd_syscalls(args):
     if meta.get("notes"):
         out.append(meta["notes"])
         out.append("")
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(d, "report.md"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    write_report(d, "report.md", out)
     return 0
 
 
@@ -592,10 +600,9 @@ def cmd_syscalls(args):
 
 
 def cmd_soak(args):
-    if len(args) != 1:
-        sys.stderr.write("usage: stats.py soak DIR\n")
+    d = one_dir(args, "soak")
+    if d is None:
         return 2
-    d = args[0]
     meta = read_meta(d)
     t, ops, rss, cpu_ops = [], [], [], []
     with open(os.path.join(d, "soak.csv")) as f:
@@ -680,10 +687,7 @@ def cmd_soak(args):
     else:
         out.append("Chart not drawn: %s" % err)
     out.append("")
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(d, "summary.md"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    write_report(d, "summary.md", out)
     return 0
 
 
@@ -691,10 +695,9 @@ def cmd_soak(args):
 
 
 def cmd_ab(args):
-    if len(args) != 1:
-        sys.stderr.write("usage: stats.py ab DIR\n")
+    d = one_dir(args, "ab")
+    if d is None:
         return 2
-    d = args[0]
     meta = read_meta(d)
     better = meta.get("better", "higher")
     thr = num(meta.get("threshold")) or 0.5
@@ -756,10 +759,7 @@ def cmd_ab(args):
     out.append("")
     out.append("AB verdict=%s delta_pct=%.3f spread_pct=%.3f spread=%s threshold_pct=%.3f median_a=%s median_b=%s "
                "runs=%d" % (verdict.replace(" ", "_"), delta, spread, spread_kind, thr, g(ma), g(mb), len(a)))
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(d, "report.md"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    write_report(d, "report.md", out)
     return 1 if verdict == "NO-GO" else 0
 
 
