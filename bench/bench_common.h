@@ -285,6 +285,9 @@ B_UNUSED static void b_snap(b_snap_t* s) {
 
 B_UNUSED static double b_tv(const struct timeval* tv) { return (double)tv->tv_sec + (double)tv->tv_usec / 1e6; }
 
+/* Process CPU time between two snapshots, in seconds. */
+B_UNUSED static double b_cpu_s(const b_snap_t* a, const b_snap_t* b) { return (double)(b->cpu_ns - a->cpu_ns) / 1e9; }
+
 /* ---------------------------------------------------------------- result */
 typedef struct {
   char buf[4096];
@@ -314,7 +317,7 @@ B_UNUSED static void b_result_begin(b_result_t* r, const char* bench) {
 B_UNUSED static void b_result_end(b_result_t* r, const b_snap_t* a, const b_snap_t* b, const char* primary,
                                   const char* better) {
   b_kv(r, "elapsed_s=%.6f", (double)(b->t_ns - a->t_ns) / 1e9);
-  b_kv(r, "cpu_s=%.6f", (double)(b->cpu_ns - a->cpu_ns) / 1e9);
+  b_kv(r, "cpu_s=%.6f", b_cpu_s(a, b));
   b_kv(r, "user_s=%.3f", b_tv(&b->ru.ru_utime) - b_tv(&a->ru.ru_utime));
   b_kv(r, "sys_s=%.3f", b_tv(&b->ru.ru_stime) - b_tv(&a->ru.ru_stime));
   b_kv(r, "minflt=%ld", b->ru.ru_minflt - a->ru.ru_minflt);
@@ -353,6 +356,26 @@ static inline void b_touch(int mode, unsigned char* p, size_t size, unsigned cha
     for (size_t off = 0; off < size; off += 64) p[off] = v;
     if (size) p[size - 1] = v;
   }
+}
+
+/* The replace loop of random_mixed and larson: n times, free a random one
+ * of the w slots and put in a new block of a uniform size in [lo, lo + span),
+ * written by mode tm.  Inlined into each program's measured function, so it
+ * holds nothing but the PRNG, the allocator calls and the write. */
+static inline __attribute__((always_inline)) void b_replace_ops(unsigned char** const s, uint64_t n, uint32_t w,
+                                                                size_t lo, uint32_t span, int tm, uint64_t* rng) {
+  uint64_t st = *rng;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t r = b_rng(&st);
+    uint32_t k = b_bounded((uint32_t)(r >> 32), w);
+    size_t size = lo + b_bounded((uint32_t)r, span);
+    free(s[k]);
+    unsigned char* p = malloc(size);
+    if (B_UNLIKELY(p == NULL)) b_oom(size);
+    b_touch(tm, p, size, (unsigned char)k);
+    s[k] = p;
+  }
+  *rng = st;
 }
 
 #endif /* HAKMEM_BENCH_COMMON_H */

@@ -40,24 +40,7 @@ static uint32_t span;
 static int tmode;
 static pthread_barrier_t barrier;
 
-static void work(array_t* a) {
-  unsigned char** const s = a->slot;
-  const uint32_t w = (uint32_t)ws, sp = span;
-  const size_t lo = (size_t)minsz;
-  const int tm = tmode;
-  uint64_t st = a->rng;
-  for (uint64_t i = 0; i < per_round; i++) {
-    uint64_t r = b_rng(&st);
-    uint32_t k = b_bounded((uint32_t)(r >> 32), w);
-    size_t size = lo + b_bounded((uint32_t)r, sp);
-    free(s[k]);
-    unsigned char* p = malloc(size);
-    if (B_UNLIKELY(p == NULL)) b_oom(size);
-    b_touch(tm, p, size, (unsigned char)k);
-    s[k] = p;
-  }
-  a->rng = st;
-}
+static void work(array_t* a) { b_replace_ops(a->slot, per_round, (uint32_t)ws, (size_t)minsz, span, tmode, &a->rng); }
 
 typedef struct {
   uint64_t id, round;
@@ -149,7 +132,7 @@ int main(int argc, char** argv) {
   b_kv(&r, "ops_per_sec=%.0f", sec > 0 ? (double)total / sec : 0.0);
   b_kv(&r, "ns_per_op=%.3f", total ? (double)(b.t_ns - a.t_ns) / (double)total : 0.0);
   b_kv(&r, "ops=%" PRIu64, total);
-  double cpu = b_tv(&b.ru.ru_utime) - b_tv(&a.ru.ru_utime) + b_tv(&b.ru.ru_stime) - b_tv(&a.ru.ru_stime);
+  double cpu = b_cpu_s(&a, &b);
   b_kv(&r, "ops_per_cpu_sec=%.0f", cpu > 0 ? (double)total / cpu : 0.0);
   b_kv(&r, "threads=%" PRIu64, threads);
   b_kv(&r, "rounds=%" PRIu64, rounds);

@@ -37,24 +37,7 @@ static int tmode;
 
 /* The measured loop: kept free of anything but the PRNG, the allocator calls
  * and the write. */
-static B_NOINLINE void run_ops(uint64_t n) {
-  unsigned char** const s = slots;
-  const uint32_t w = (uint32_t)ws, sp = span;
-  const size_t lo = (size_t)minsz;
-  const int tm = tmode;
-  uint64_t st = rng;
-  for (uint64_t i = 0; i < n; i++) {
-    uint64_t r = b_rng(&st);
-    uint32_t k = b_bounded((uint32_t)(r >> 32), w);
-    size_t size = lo + b_bounded((uint32_t)r, sp);
-    free(s[k]);
-    unsigned char* p = malloc(size);
-    if (B_UNLIKELY(p == NULL)) b_oom(size);
-    b_touch(tm, p, size, (unsigned char)k);
-    s[k] = p;
-  }
-  rng = st;
-}
+static B_NOINLINE void run_ops(uint64_t n) { b_replace_ops(slots, n, (uint32_t)ws, (size_t)minsz, span, tmode, &rng); }
 
 int main(int argc, char** argv) {
   b_parse(argc, argv,

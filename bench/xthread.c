@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
   b_kv(&r, "ops_per_sec=%.0f", sec > 0 ? (double)iters / sec : 0.0);
   b_kv(&r, "ns_per_op=%.3f", (double)(b.t_ns - a.t_ns) / (double)iters);
   b_kv(&r, "ops=%" PRIu64, iters);
-  double cpu = b_tv(&b.ru.ru_utime) - b_tv(&a.ru.ru_utime) + b_tv(&b.ru.ru_stime) - b_tv(&a.ru.ru_stime);
+  double cpu = b_cpu_s(&a, &b);
   b_kv(&r, "ops_per_cpu_sec=%.0f", cpu > 0 ? (double)iters / cpu : 0.0);
   b_kv(&r, "threads=%" PRIu64, threads);
   b_kv(&r, "producers=%" PRIu64, producers);
