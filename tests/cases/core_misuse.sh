@@ -34,6 +34,11 @@ modes=(double-free-small double-free-medium double-free-large double-free-small-
        free-before-block free-segment-base realloc-invalid)
 
 fails=0
+names_addr() {  # names_addr LINE ADDR: one of LINE's hex numbers equals ADDR
+  local tok
+  for tok in $(grep -Eo '0x[0-9a-fA-F]+' <<<"$1"); do (( tok == $2 )) && return 0; done
+  return 1
+}
 check() {  # check VARIANT MODE CMD...
   local variant=$1 mode=$2 rc=0
   shift 2
@@ -53,12 +58,8 @@ check() {  # check VARIANT MODE CMD...
     problem="stderr line does not start with 'hakmem: '"
   elif ! grep -Eq "${want[$mode]}" <<<"$line"; then
     problem="stderr line does not say '${want[$mode]}'"
-  else
-    local tok found=0
-    for tok in $(grep -Eo '0x[0-9a-fA-F]+' <<<"$line"); do
-      (( tok == addr )) && found=1
-    done
-    ((found)) || problem="stderr line does not name the address $addr"
+  elif ! names_addr "$line" "$addr"; then
+    problem="stderr line does not name the address $addr"
   fi
   if [[ -n $problem ]]; then
     echo "FAIL $variant $mode: $problem"
@@ -92,10 +93,8 @@ check_soft() {  # check_soft warn|ignore MODE
     problem="want exactly one 'hakmem: ' line on stderr, got $(wc -l <"$tmp/err")"
   elif ! grep -Eq "${want[$mode]}" <<<"$line"; then
     problem="stderr line does not say '${want[$mode]}'"
-  else
-    local tok found=0
-    for tok in $(grep -Eo '0x[0-9a-fA-F]+' <<<"$line"); do (( tok == addr )) && found=1; done
-    ((found)) || problem="stderr line does not name the address $addr"
+  elif ! names_addr "$line" "$addr"; then
+    problem="stderr line does not name the address $addr"
   fi
   if [[ -n $problem ]]; then
     echo "FAIL HAKMEM_INVALID_FREE=$how $mode: $problem"
