@@ -31,14 +31,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$ROOT/scripts/lib/common.sh"
 STATS="$ROOT/scripts/lib/stats.py"
 
-usage() {
-  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
-}
 
 MODE_ARG=${1:-${MODE:-suite}}
 case $MODE_ARG in
   -h | --help | help)
-    usage
+    script_help
     exit 0
     ;;
   suite | syscalls | list) ;;

@@ -20,7 +20,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$ROOT/scripts/lib/common.sh"
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+  script_help
   exit 0
 fi
 [[ $# -eq 0 ]] || die "no arguments expected (settings go in the environment; see --help)"

@@ -12,6 +12,8 @@ BENCH_VARS=(ITERS WS THREADS MIN MAX SEED TOUCH ROUNDS RESPAWN PRODUCERS CONSUME
   WARMUP TIMER FRAG_MB MIN2 MAX2 KEEP SETTLE_MS SIZE VM_MODE STEPS DURATION_SEC STEP_ITERS)
 
 log() { printf '%s\n' "$*" >&2; }
+# The calling script's header comment (line 2 up to `set -euo`), as its --help.
+script_help() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 die() {
   printf '%s: error: %s\n' "${0##*/}" "$*" >&2
   exit 2
