@@ -219,6 +219,14 @@ static void b_parse(int argc, char** argv, const char* synopsis, const b_opt_t* 
   }
 }
 
+/* The number of sizes in [--min, --max] (a uniform draw's span), after
+ * checking the range: exit status 2 on min > max or a span of 4Gi or more. */
+B_UNUSED static uint32_t b_size_span(uint64_t lo, uint64_t hi) {
+  if (lo > hi) b_die(2, "--min (%" PRIu64 ") is larger than --max (%" PRIu64 ")", lo, hi);
+  if (hi - lo >= UINT32_MAX) b_die(2, "--max - --min must be below 4Gi");
+  return (uint32_t)(hi - lo + 1);
+}
+
 /* ---------------------------------------------------------------- system */
 static inline uint64_t b_now_ns(void) {
   struct timespec ts;

@@ -68,9 +68,7 @@ int main(int argc, char** argv) {
           "another thread every round, so blocks are freed by a thread other than their allocator.",
           opts);
   if (threads == 0) threads = b_ncpus();
-  if (minsz > maxsz) b_die(2, "--min (%" PRIu64 ") is larger than --max (%" PRIu64 ")", minsz, maxsz);
-  if (maxsz - minsz >= UINT32_MAX) b_die(2, "--max - --min must be below 4Gi");
-  span = (uint32_t)(maxsz - minsz + 1);
+  span = b_size_span(minsz, maxsz);
   tmode = b_touch_mode(touch);
   per_round = iters / (threads * rounds);
   if (per_round == 0) per_round = 1;

@@ -167,13 +167,12 @@ int main(int argc, char** argv) {
           "Tail latency of malloc and free on the mixed workload: every call timed, log histogram,\n"
           "timer overhead subtracted.  Reports p50/p90/p99/p99.9/max in ns.",
           opts);
-  if (minsz > maxsz) b_die(2, "--min (%" PRIu64 ") is larger than --max (%" PRIu64 ")", minsz, maxsz);
-  if (maxsz - minsz >= UINT32_MAX) b_die(2, "--max - --min must be below 4Gi");
+  const uint32_t sp = b_size_span(minsz, maxsz);
   use_tsc = HAVE_TSC && strcmp(timer, "tsc") == 0;
   calibrate();
   const uint64_t ovh = timer_overhead();
 
-  const uint32_t w = (uint32_t)ws, sp = (uint32_t)(maxsz - minsz + 1);
+  const uint32_t w = (uint32_t)ws;
   const int tm = b_touch_mode(touch);
   unsigned char** s = calloc(ws, sizeof *s);
   if (!s) b_oom(ws * sizeof *s);

@@ -44,9 +44,7 @@ int main(int argc, char** argv) {
           "Mixed small-size workload: WS live slots, each operation frees a random slot's block and\n"
           "allocates a new one of a uniform random size in [MIN, MAX], writing it once.",
           opts);
-  if (minsz > maxsz) b_die(2, "--min (%" PRIu64 ") is larger than --max (%" PRIu64 ")", minsz, maxsz);
-  if (maxsz - minsz >= UINT32_MAX) b_die(2, "--max - --min must be below 4Gi");
-  span = (uint32_t)(maxsz - minsz + 1);
+  span = b_size_span(minsz, maxsz);
   tmode = b_touch_mode(touch);
   rng = seed;
   slots = calloc(ws, sizeof *slots);

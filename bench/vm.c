@@ -43,8 +43,7 @@ int main(int argc, char** argv) {
     if (ws == 0) ws = 4;
     if (minsz == 0) minsz = 256u << 10;
     if (maxsz == 0) maxsz = 8u << 20;
-    if (minsz > maxsz) b_die(2, "--min (%" PRIu64 ") is larger than --max (%" PRIu64 ")", minsz, maxsz);
-    if (maxsz - minsz >= UINT32_MAX) b_die(2, "--max - --min must be below 4Gi");
+    (void)b_size_span(minsz, maxsz);
   }
 
   unsigned char** slots = NULL;
@@ -65,7 +64,7 @@ int main(int argc, char** argv) {
     }
     bytes = iters * size;
   } else {
-    uint32_t span = (uint32_t)(maxsz - minsz + 1);
+    uint32_t span = b_size_span(minsz, maxsz);
     for (uint64_t i = 0; i < iters; i++) {
       uint64_t r = b_rng(&st);
       uint32_t k = b_bounded((uint32_t)(r >> 32), (uint32_t)ws);

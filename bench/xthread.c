@@ -158,9 +158,7 @@ int main(int argc, char** argv) {
   if (producers == 0) producers = consumers ? (consumers < threads ? threads - consumers : 1) : threads / 2;
   if (consumers == 0) consumers = threads > producers ? threads - producers : 1;
   threads = producers + consumers;
-  if (minsz > maxsz) b_die(2, "--min (%" PRIu64 ") is larger than --max (%" PRIu64 ")", minsz, maxsz);
-  if (maxsz - minsz >= UINT32_MAX) b_die(2, "--max - --min must be below 4Gi");
-  span = (uint32_t)(maxsz - minsz + 1);
+  span = b_size_span(minsz, maxsz);
   tmode = b_touch_mode(touch);
 
   /* DEPTH batch containers bound the blocks in flight to DEPTH * BATCH. */
