@@ -39,6 +39,15 @@ names_addr() {  # names_addr LINE ADDR: one of LINE's hex numbers equals ADDR
   for tok in $(grep -Eo '0x[0-9a-fA-F]+' <<<"$1"); do (( tok == $2 )) && return 0; done
   return 1
 }
+report() {  # report LABEL PROBLEM OK-TEXT: one result line; a problem shows stderr and counts
+  if [[ -n $2 ]]; then
+    echo "FAIL $1: $2"
+    sed 's/^/     stderr: /' "$tmp/err" | head -n 5
+    fails=$((fails + 1))
+  else
+    echo "ok   $1: $3"
+  fi
+}
 check() {  # check VARIANT MODE CMD...
   local variant=$1 mode=$2 rc=0
   shift 2
@@ -61,13 +70,7 @@ check() {  # check VARIANT MODE CMD...
   elif ! names_addr "$line" "$addr"; then
     problem="stderr line does not name the address $addr"
   fi
-  if [[ -n $problem ]]; then
-    echo "FAIL $variant $mode: $problem"
-    sed 's/^/     stderr: /' "$tmp/err" | head -n 5
-    fails=$((fails + 1))
-  else
-    echo "ok   $variant $mode: $line"
-  fi
+  report "$variant $mode" "$problem" "$line"
 }
 
 for mode in "${modes[@]}"; do
@@ -96,13 +99,7 @@ check_soft() {  # check_soft warn|ignore MODE
   elif ! names_addr "$line" "$addr"; then
     problem="stderr line does not name the address $addr"
   fi
-  if [[ -n $problem ]]; then
-    echo "FAIL HAKMEM_INVALID_FREE=$how $mode: $problem"
-    sed 's/^/     stderr: /' "$tmp/err" | head -n 5
-    fails=$((fails + 1))
-  else
-    echo "ok   HAKMEM_INVALID_FREE=$how $mode: continues, allocator consistent"
-  fi
+  report "HAKMEM_INVALID_FREE=$how $mode" "$problem" "continues, allocator consistent"
 }
 for mode in "${modes[@]}"; do
   check_soft warn "$mode"
