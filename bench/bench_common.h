@@ -317,6 +317,14 @@ B_UNUSED static void b_result_begin(b_result_t* r, const char* bench) {
   r->len = (size_t)snprintf(r->buf, sizeof r->buf, "RESULT bench=%s", bench);
 }
 
+/* Throughput keys for n operations over [a, b]: ops_per_sec, ns_per_op, ops. */
+B_UNUSED static void b_kv_rate(b_result_t* r, const b_snap_t* a, const b_snap_t* b, uint64_t n) {
+  double ns = (double)(b->t_ns - a->t_ns);
+  b_kv(r, "ops_per_sec=%.0f", ns > 0 ? (double)n * 1e9 / ns : 0.0);
+  b_kv(r, "ns_per_op=%.3f", n ? ns / (double)n : 0.0);
+  b_kv(r, "ops=%" PRIu64, n);
+}
+
 /* Common keys over the measured region [a, b]:
  * elapsed_s, cpu_s (process CPU time, ns resolution: on a shared machine it
  * leaves out the time the process waited for a core), user_s, sys_s, minflt, majflt, nvcsw, nivcsw (deltas),

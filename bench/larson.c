@@ -124,12 +124,9 @@ int main(int argc, char** argv) {
   free(targ);
   if (bad) fprintf(stderr, "%s: %" PRIu64 " live blocks lost their contents\n", b_prog, bad);
 
-  double sec = (double)(b.t_ns - a.t_ns) / 1e9;
   b_result_t r;
   b_result_begin(&r, "larson");
-  b_kv(&r, "ops_per_sec=%.0f", sec > 0 ? (double)total / sec : 0.0);
-  b_kv(&r, "ns_per_op=%.3f", total ? (double)(b.t_ns - a.t_ns) / (double)total : 0.0);
-  b_kv(&r, "ops=%" PRIu64, total);
+  b_kv_rate(&r, &a, &b, total);
   double cpu = b_cpu_s(&a, &b);
   b_kv(&r, "ops_per_cpu_sec=%.0f", cpu > 0 ? (double)total / cpu : 0.0);
   b_kv(&r, "threads=%" PRIu64, threads);

@@ -84,12 +84,9 @@ int main(int argc, char** argv) {
   free(slots);
   if (bad) fprintf(stderr, "%s: %" PRIu64 " live blocks lost their contents\n", b_prog, bad);
 
-  double sec = (double)(b.t_ns - a.t_ns) / 1e9;
   b_result_t r;
   b_result_begin(&r, "random_mixed");
-  b_kv(&r, "ops_per_sec=%.0f", sec > 0 ? (double)done / sec : 0.0);
-  b_kv(&r, "ns_per_op=%.3f", done ? (double)(b.t_ns - a.t_ns) / (double)done : 0.0);
-  b_kv(&r, "ops=%" PRIu64, done);
+  b_kv_rate(&r, &a, &b, done);
   b_kv(&r, "ws=%" PRIu64, ws);
   b_kv(&r, "min=%" PRIu64, minsz);
   b_kv(&r, "max=%" PRIu64, maxsz);

@@ -205,12 +205,9 @@ int main(int argc, char** argv) {
   free(wk);
   if (freed != iters) b_die(1, "transferred %" PRIu64 " blocks, expected %" PRIu64, freed, iters);
 
-  double sec = (double)(b.t_ns - a.t_ns) / 1e9;
   b_result_t r;
   b_result_begin(&r, "xthread");
-  b_kv(&r, "ops_per_sec=%.0f", sec > 0 ? (double)iters / sec : 0.0);
-  b_kv(&r, "ns_per_op=%.3f", (double)(b.t_ns - a.t_ns) / (double)iters);
-  b_kv(&r, "ops=%" PRIu64, iters);
+  b_kv_rate(&r, &a, &b, iters);
   double cpu = b_cpu_s(&a, &b);
   b_kv(&r, "ops_per_cpu_sec=%.0f", cpu > 0 ? (double)iters / cpu : 0.0);
   b_kv(&r, "threads=%" PRIu64, threads);
