@@ -35,10 +35,10 @@ hak_inline void hak_free_inline(void* p, const char* op) {
       hak_block_t* b = (hak_block_t*)p;
       uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
       if (hak_likely(hak_is_carved_block(s, off, s->carved) &&
-                     (HAK_SECURE ? hak_secure_free_ok(s, b) : b->cookie != hak_cookie(b)))) {
+                     (HAK_SECURE ? hak_secure_free_ok(s, b) : b->cookie != hak_cookie()))) {
         if (HAK_SECURE) hak_secure_free_fill(s, b);
         hak_block_set_next(b, s->free);
-        if (!HAK_SECURE) b->cookie = hak_cookie(b);
+        if (!HAK_SECURE) b->cookie = hak_cookie();
         s->free = b;
         if (hak_likely(--s->used != 0)) return;
         _hak_slab_emptied(h, s);

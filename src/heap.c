@@ -123,11 +123,11 @@ static bool slab_extend(hak_slab_t* s) {
   for (uint32_t i = 0; i + 1 < count; i++) {
     hak_block_t* b = (hak_block_t*)(p + (size_t)i * bsize);
     hak_block_set_next(b, (hak_block_t*)(p + (size_t)(i + 1) * bsize));
-    b->cookie = hak_cookie(b);
+    b->cookie = hak_cookie();
   }
   hak_block_t* last = (hak_block_t*)(p + (size_t)(count - 1) * bsize);
   hak_block_set_next(last, s->free);
-  last->cookie = hak_cookie(last);
+  last->cookie = hak_cookie();
   s->free = first;
   return true;
 }
@@ -367,7 +367,7 @@ static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
 /* Owner frees into its own slab on the generic path: full slab, emptied slab,
  * or a cookie hit that must be confirmed. */
 static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t xo) {
-  if (!HAK_SECURE && b->cookie == hak_cookie(b)) {   /* secure: the trailer decides, below */
+  if (!HAK_SECURE && b->cookie == hak_cookie()) {   /* secure: the trailer decides, below */
     slab_collect(s);
     if (slab_free_list_contains(s, b)) {
       _hak_double_free("free", b, s->bsize);
@@ -381,7 +381,7 @@ static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t x
   if (HAK_SECURE) _hak_secure_free(s, b, "free");
   if (xo & HAK_OWNER_FULL) slab_unfull(h, s);
   hak_block_set_next(b, s->free);
-  if (!HAK_SECURE) b->cookie = hak_cookie(b);
+  if (!HAK_SECURE) b->cookie = hak_cookie();
   s->free = b;
   if (--s->used == 0) _hak_slab_emptied(h, s);
 }
@@ -408,11 +408,11 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
   if (HAK_SECURE) {
     _hak_secure_free_remote(s, b, "free");   /* claims the trailer atomically */
   } else {
-    if (b->cookie == hak_cookie(b)) {
+    if (b->cookie == hak_cookie()) {
       _hak_double_free("free", b, s->bsize);
       return;
     }
-    b->cookie = hak_cookie(b);
+    b->cookie = hak_cookie();
   }
   hak_block_t* head = hak_load_relaxed(&s->xthread_free);
   do {
@@ -497,7 +497,7 @@ size_t _hak_usable_size(const void* p, const char* op) {
   const hak_block_t* b = p;
   size_t usable;
   int st = HAK_SECURE ? _hak_secure_state(s, p, &usable) : HAK_SEC_LIVE;
-  if (HAK_SECURE ? st != HAK_SEC_LIVE : b->cookie == hak_cookie(b)) {
+  if (HAK_SECURE ? st != HAK_SEC_LIVE : b->cookie == hak_cookie()) {
     if (st == HAK_SEC_BROKEN)
       _hak_fatal("hakmem: heap overflow detected at the end of block %p (size %u): trailer overwritten, in %s()\n",
                  p, s->bsize, op);
@@ -531,7 +531,7 @@ bool _hak_is_live_block(const void* p) {
   const hak_block_t* b = p;
   size_t req;
   if (HAK_SECURE) return _hak_secure_state((hak_slab_t*)s, p, &req) == HAK_SEC_LIVE;
-  return b->cookie != hak_cookie(b);
+  return b->cookie != hak_cookie();
 }
 
 /* ---------------------------------------------------------------- heap pool */

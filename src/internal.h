@@ -95,7 +95,7 @@ typedef struct hak_block_s {
 } hak_block_t;
 
 extern uintptr_t _hak_cookie_key;
-hak_inline uintptr_t hak_cookie(const void* b) { (void)b; return _hak_cookie_key; }
+hak_inline uintptr_t hak_cookie(void) { return _hak_cookie_key; }
 
 /* Secure mode is a build (libhakmem-secure.so, -DHAK_SECURE=1), not a
  * run-time switch, so the default fast path carries none of its cost.  Its
