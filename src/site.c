@@ -299,6 +299,7 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
   }
   if (t0 == 0) return;   /* not measured */
   uint64_t t1 = now_ns();
+  if (learning()) (void)fault_ns();   /* measured once, here rather than under the site's spin lock */
   site_lock(s);
   if (size < s->min_size) s->min_size = size;
   if (size > s->max_size) s->max_size = size;
