@@ -75,11 +75,11 @@ static void seglist_push(hak_segment_t** head, hak_segment_t* g) {
   *head = g;
 }
 
-/* Move the remote frees into the owner's list. */
-static void slab_collect(hak_slab_t* s) {
-  if (hak_load_relaxed(&s->xthread_free) == NULL) return;
+/* Move the remote frees into the owner's list; false when there were none. */
+static bool slab_collect(hak_slab_t* s) {
+  if (hak_load_relaxed(&s->xthread_free) == NULL) return false;
   hak_block_t* list = atomic_exchange_explicit(&s->xthread_free, NULL, memory_order_acquire);
-  if (list == NULL) return;
+  if (list == NULL) return false;
   uint32_t n = 1;
   hak_block_t* tail = list;
   if (HAK_SECURE) _hak_secure_collected(s, tail);
@@ -91,6 +91,7 @@ static void slab_collect(hak_slab_t* s) {
   hak_block_set_next(tail, s->free);
   s->free = list;
   s->used -= n;
+  return true;
 }
 
 /* Carve up to ~4 KiB (at least 4 blocks) of never-used blocks: touching the
@@ -169,15 +170,67 @@ static void slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
   if (atomic_load_explicit(&s->xthread_free, memory_order_seq_cst) != NULL) slab_unfull(h, s);
 }
 
-static void heap_scan_full(hak_heap_t* h) {
+static void slab_release(hak_heap_t* h, hak_slab_t* s);
+static void slab_retire(hak_heap_t* h, hak_slab_t* s);
+static bool slab_pages_free(hak_slab_t* s);
+
+/* Where memory of threads sits (stats.c): slabs emptied by remote frees and
+ * given back; slab pages handed over at thread exit and taken by adopters. */
+_Atomic(uint64_t) _hak_stat_reclaimed_slabs, _hak_stat_reclaimed_pages, _hak_stat_abandon_pages, _hak_stat_adopt_pages;
+static void stat_reclaimed(const hak_slab_t* s) {
+  atomic_fetch_add_explicit(&_hak_stat_reclaimed_slabs, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&_hak_stat_reclaimed_pages, s->npages, memory_order_relaxed);
+}
+
+/* The owner takes the slabs that got remote frees (segment bits, raised with
+ * the heap's hint by remote_free): collects them, releases those the remote
+ * frees emptied and puts full ones that got blocks back on their class list.
+ * Without this, a slab freed entirely by other threads stays counted as used
+ * until its class happens to reach it, and pins its pages and its segment. */
+static void heap_collect_remote(hak_heap_t* h) {
   hak_store_relaxed(&h->xremote_hint, 0);
-  atomic_thread_fence(memory_order_seq_cst);
-  hak_slab_t* s = h->full;
-  while (s) {
-    hak_slab_t* next = s->next;
-    if (hak_load_relaxed(&s->xthread_free) != NULL) slab_unfull(h, s);
-    s = next;
+  atomic_thread_fence(memory_order_seq_cst);   /* pairs with remote_notify: bit, then hint */
+  for (int pass = 0; pass < 2; pass++) {
+    hak_segment_t* seg = pass ? h->segs_full : h->segs;
+    while (seg != NULL) {
+      hak_segment_t* next = seg->next;   /* seg may move lists or be freed below */
+      uint64_t bits = hak_load_relaxed(&seg->xremote);
+      if (bits != 0) bits = atomic_exchange_explicit(&seg->xremote, 0, memory_order_acquire);
+      while (bits != 0) {
+        hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
+        bits &= bits - 1;
+        uintptr_t xo = hak_load_relaxed(&s->xowner);
+        /* a stale bit (the slab was collected on the refill path, or released) */
+        if ((xo & ~HAK_OWNER_FLAGS) != (uintptr_t)h || !slab_collect(s)) continue;
+        if (s->used == 0) {
+          stat_reclaimed(s);
+          slab_retire(h, s);
+        } else if (xo & HAK_OWNER_FULL) {
+          slab_unfull(h, s);
+        }
+      }
+      seg = next;
+    }
   }
+}
+
+/* An abandoned segment on the page clock (segment.c calls this under its
+ * lock: no heap owns the segment): collect the remote frees of its slabs and
+ * give back the slabs they emptied, so memory of exited threads follows the
+ * frees even when no thread adopts it.  True when it holds no slab any more
+ * (the caller then frees it). */
+bool _hak_abandoned_collect(hak_segment_t* seg) {
+  if (hak_load_relaxed(&seg->xremote) == 0) return false;
+  uint64_t bits = atomic_exchange_explicit(&seg->xremote, 0, memory_order_acquire);
+  bool empty = false;
+  while (bits != 0) {
+    hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
+    bits &= bits - 1;
+    if (hak_load_relaxed(&s->xowner) != HAK_OWNER_ABANDONED || !slab_collect(s) || s->used != 0) continue;
+    stat_reclaimed(s);
+    empty = slab_pages_free(s);
+  }
+  return empty;
 }
 
 static size_t find_run(uint64_t bits, unsigned n) {
@@ -207,9 +260,9 @@ static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls)
   hak_store_release(&s->xowner, (uintptr_t)h);
 }
 
-/* Return an empty slab's pages to its segment (the segment to the cache or
- * the OS when it empties).  The slab is on no list. */
-static void slab_release(hak_heap_t* h, hak_slab_t* s) {
+/* Give an empty slab's pages back to its segment: descriptors, page bitmap,
+ * release policy.  True when the segment holds no slab any more. */
+static bool slab_pages_free(hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
   size_t idx = slab_index(s);
   unsigned n = s->npages;
@@ -221,17 +274,25 @@ static void slab_release(hak_heap_t* h, hak_slab_t* s) {
     t->npages = t->head_off = t->cls = 0;
   }
   uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
-  bool was_full = seg->free_pages == 0;
   atomic_fetch_sub_explicit(&_hak_stat_slab_pages, n, memory_order_relaxed);
   seg->free_pages |= mask;
   seg->used_pages -= n;
   if (seg->used_pages != 0 || hak_load_relaxed(&_hak_seg_cached) < (size_t)hak_opt(SEG_CACHE))
-    _hak_pages_freed(seg, mask);   /* else the whole segment is unmapped just below */
+    _hak_pages_freed(seg, mask);   /* else the whole segment is unmapped by the caller */
+  return seg->used_pages == 0;
+}
+
+/* Return an empty slab's pages to its segment (the segment to the cache or
+ * the OS when it empties).  The slab is on no list. */
+static void slab_release(hak_heap_t* h, hak_slab_t* s) {
+  hak_segment_t* seg = slab_segment(s);
+  bool was_full = seg->free_pages == 0;
+  bool empty = slab_pages_free(s);
   if (was_full) {
     seglist_remove(&h->segs_full, seg);
     seglist_push(&h->segs, seg);
   }
-  if (seg->used_pages == 0) {
+  if (empty) {
     seglist_remove(&h->segs, seg);
     _hak_segment_free(seg);
   }
@@ -239,15 +300,22 @@ static void slab_release(hak_heap_t* h, hak_slab_t* s) {
 
 static void heap_adopt(hak_heap_t* h, hak_segment_t* seg);
 
-static hak_slab_t* slab_new(hak_heap_t* h, size_t cls) {
+/* Where slab_new may take pages from, in the order heap_alloc_class tries
+ * them: pages of its segments still resident (no fault; decommitted pages
+ * stay out), then, after adopting abandoned segments, any free run, then a
+ * new segment. */
+typedef enum { PAGES_RESIDENT, PAGES_ANY, PAGES_NEW } pages_from_t;
+
+static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   unsigned npages = _hak_class_pages[cls];
   hak_segment_t* seg;
   size_t idx = 64;
-  for (seg = h->segs; seg; seg = seg->next) {
-    idx = find_run(seg->free_pages, npages);
+  for (seg = from == PAGES_NEW ? NULL : h->segs; seg != NULL; seg = seg->next) {
+    idx = find_run(from == PAGES_RESIDENT ? seg->free_pages & seg->dirty_pages : seg->free_pages, npages);
     if (idx < 64) break;
   }
   if (seg == NULL) {
+    if (from != PAGES_NEW) return NULL;
     seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL);
     if (seg == NULL) return NULL;
     seg->heap = h;
@@ -269,7 +337,11 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls) {
 
 static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req) {
   hak_slab_t* s = h->cls[cls].cur;
-  if (s->free == NULL && (++h->refills & 63) == 0) _hak_heap_release_tick(h);   /* the release clock, now and then */
+  if (s->free == NULL && (++h->refills & 63) == 0) {   /* now and then: remote frees elsewhere, the release clock */
+    if (hak_load_relaxed(&h->xremote_hint)) heap_collect_remote(h);
+    _hak_heap_release_tick(h);
+    s = h->cls[cls].cur;
+  }
   for (;;) {
     if (s != &_hak_slab_empty) {
       if (slab_refill(s)) break;
@@ -278,21 +350,25 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
       continue;
     }
     if (hak_load_relaxed(&h->xremote_hint)) {
-      heap_scan_full(h);
+      heap_collect_remote(h);
       s = h->cls[cls].cur;
       if (s != &_hak_slab_empty) continue;
     }
-    hak_segment_t* ab = _hak_abandoned_pop();
-    if (ab != NULL) {
-      heap_adopt(h, ab);
-      s = h->cls[cls].cur;
-      continue;
-    }
-    _hak_heap_release_tick(h);
-    s = slab_new(h, cls);
+    s = slab_new(h, cls, PAGES_RESIDENT);
     if (s == NULL) {
-      errno = ENOMEM;
-      return NULL;
+      hak_segment_t* ab = _hak_abandoned_pop();
+      if (ab != NULL) {
+        heap_adopt(h, ab);
+        s = h->cls[cls].cur;
+        continue;
+      }
+      _hak_heap_release_tick(h);
+      s = slab_new(h, cls, PAGES_ANY);
+      if (s == NULL) s = slab_new(h, cls, PAGES_NEW);
+      if (s == NULL) {
+        errno = ENOMEM;
+        return NULL;
+      }
     }
     avail_push(h, s);
   }
@@ -400,6 +476,21 @@ void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op) {
   if (head_page_block(s, p, op)) local_free(h, s, (hak_block_t*)p, HAK_OWNER_FULL);
 }
 
+/* The first remote free into a slab since its owner collected it: set the
+ * slab's bit in its segment, then raise the owner's hint (both seq_cst: the
+ * owner clears the hint before it takes the bits, so a bit it misses leaves
+ * the hint raised).  An abandoned slab has no owner to tell: its adopter
+ * collects every slab. */
+static void remote_notify(hak_slab_t* s) {
+  hak_segment_t* seg = slab_segment(s);
+  uint64_t bit = (uint64_t)1 << slab_index(s);
+  if (hak_load_relaxed(&seg->xremote) & bit) return;   /* set and not yet taken: its setter raises the hint */
+  atomic_fetch_or_explicit(&seg->xremote, bit, memory_order_seq_cst);
+  uintptr_t xo = atomic_load_explicit(&s->xowner, memory_order_seq_cst);
+  hak_heap_t* owner = (hak_heap_t*)(xo & ~HAK_OWNER_FLAGS);   /* heaps are 64-byte aligned */
+  if (owner != NULL && hak_load_relaxed(&owner->xremote_hint) == 0) hak_store_relaxed(&owner->xremote_hint, 1);
+}
+
 static void remote_free(hak_slab_t* s, hak_block_t* b) {
   if (!hak_is_carved_block(s, (size_t)((uint8_t*)b - slab_start(s)), __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
     _hak_invalid_pointer("free", b, "block was never allocated");
@@ -419,11 +510,7 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
     hak_block_set_next(b, head);
   } while (!atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, b, memory_order_seq_cst,
                                                   memory_order_relaxed));
-  uintptr_t xo = atomic_load_explicit(&s->xowner, memory_order_seq_cst);
-  if (xo & HAK_OWNER_FULL) {
-    hak_heap_t* owner = (hak_heap_t*)(xo & ~HAK_OWNER_FLAGS);
-    if (hak_load_relaxed(&owner->xremote_hint) == 0) hak_store_relaxed(&owner->xremote_hint, 1);
-  }
+  if (head == NULL) remote_notify(s);   /* later frees find the list non-empty: already told */
 }
 
 /* A free into another thread's (or an exited thread's) slab. */
@@ -463,13 +550,19 @@ void _hak_free_generic(void* p, const char* op) {
   else remote_free(s, (hak_block_t*)p);
 }
 
-/* The last block of a slab came back.  Keep the slab if it is the class's
- * only one (so a malloc/free ping-pong does not re-carve), else release it. */
-void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
+/* A slab holds no block any more.  Keep it if it is its class's only one (so
+ * a malloc/free ping-pong does not re-carve), else release it. */
+static void slab_retire(hak_heap_t* h, hak_slab_t* s) {
   if (h->cls[s->cls].cur == s && s->next == NULL) return;
   if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
   else avail_remove(h, s);
   slab_release(h, s);
+}
+
+/* The last block of a slab came back (a local free). */
+void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
+  if (h->cls[s->cls].cur == s && s->next == NULL) return;
+  slab_retire(h, s);
   _hak_heap_release_tick(h);
 }
 
@@ -601,6 +694,7 @@ static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
     return;
   }
   atomic_store_explicit(&s->xowner, HAK_OWNER_ABANDONED, memory_order_seq_cst);
+  atomic_fetch_add_explicit(&_hak_stat_abandon_pages, s->npages, memory_order_relaxed);
 }
 
 /* Hand every slab and segment of h to the abandoned list; h goes back to the
@@ -642,6 +736,7 @@ void _hak_heap_abandon(hak_heap_t* h) {
 
 static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
   seg->heap = h;
+  atomic_store_explicit(&seg->xremote, 0, memory_order_relaxed);   /* every slab is collected below */
   seglist_push(seg->free_pages ? &h->segs : &h->segs_full, seg);
   seg->used_pages++;   /* hold the segment while its slabs are released */
   for (size_t idx = 1; idx < HAK_PAGES_PER_SEG; idx++) {
@@ -653,8 +748,10 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
     if (s->used == 0) {
       slab_release(h, s);
     } else if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) {
+      atomic_fetch_add_explicit(&_hak_stat_adopt_pages, s->npages, memory_order_relaxed);
       avail_push(h, s);
     } else {
+      atomic_fetch_add_explicit(&_hak_stat_adopt_pages, s->npages, memory_order_relaxed);
       slab_set_full(h, s);
       if (atomic_load_explicit(&s->xthread_free, memory_order_seq_cst) != NULL) slab_unfull(h, s);
     }
@@ -672,7 +769,7 @@ void _hak_collect_heap(hak_heap_t* h) {
   if (h == &_hak_heap_empty) return;
   hak_segment_t* ab;
   while ((ab = _hak_abandoned_pop()) != NULL) heap_adopt(h, ab);
-  heap_scan_full(h);
+  heap_collect_remote(h);
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
     while (s) {

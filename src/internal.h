@@ -168,7 +168,9 @@ typedef struct hak_segment_s {
   uint32_t large_fresh;              /* zero-filled: never written since mmap/DONTNEED */
   uint32_t huge_aligned;             /* in the huge-alignment table, not the segment map */
   uint64_t dirty_pages;              /* free pages still resident (release policy) */
-  uint64_t dirty_since;              /* ms when dirty_pages last became non-empty */
+  uint64_t dirty_old;                /* ... of them, those already dirty at the snapshot taken at aged_ms */
+  uint64_t aged_ms;
+  uint64_t dirty_since;              /* ms when dirty_pages last became non-empty (cached segments) */
   size_t large_peak;                 /* largest size this mapping served (touched extent) */
   size_t guard_off;                  /* secure: offset of the PROT_NONE page after the block */
   uint32_t site;                     /* call-site entry of a large block (HAK_SITES: none) */
@@ -178,6 +180,11 @@ typedef struct hak_segment_s {
   uint32_t ring_site;                /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
   uint8_t _p8[2];
   uint64_t site_clock;               /* site clock at allocation */
+  /* small segments: slabs (bit = index of the head page) that got their
+   * first remote free since their owner last collected them; set by the
+   * freeing thread, taken by the owner (heap.c, heap_collect_remote) */
+  _Atomic(uint64_t) xremote;
+  uint8_t abandoned;                 /* on the abandoned list (seg_lock) */
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;
 
@@ -229,7 +236,7 @@ typedef struct hak_heap_s {
   hak_slab_t* full;                  /* slabs without room */
   hak_segment_t* segs;               /* owned segments with free pages */
   hak_segment_t* segs_full;          /* owned segments without free pages */
-  _Atomic(uintptr_t) xremote_hint;   /* a remote free hit a full slab */
+  _Atomic(uintptr_t) xremote_hint;   /* a segment of this heap has bits in xremote */
   struct hak_heap_s* next_all;       /* registry of all heaps (fork, stats) */
   struct hak_heap_s* next_free;      /* heap pool */
   uint64_t next_release_ms;          /* release policy: next periodic check */
@@ -274,6 +281,8 @@ void  _hak_heaps_fork_child(hak_heap_t* self);
 size_t _hak_usable_size(const void* p, const char* op);
 bool  _hak_is_live_block(const void* p);
 void  _hak_collect_heap(hak_heap_t* heap);
+bool  _hak_abandoned_collect(hak_segment_t* seg);
+extern _Atomic(uint64_t) _hak_stat_reclaimed_slabs, _hak_stat_reclaimed_pages, _hak_stat_abandon_pages, _hak_stat_adopt_pages;
 void  _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg);
 
 /* segment.c */
@@ -286,8 +295,11 @@ void  _hak_segment_unmap(hak_segment_t* seg);
 void  _hak_segmap_set(hak_segment_t* seg, bool on);
 hak_segment_t* _hak_abandoned_pop(void);
 void  _hak_abandoned_push(hak_segment_t* seg);
+extern _Atomic(uint64_t) _hak_stat_seg_abandon_total, _hak_stat_seg_adopt_total, _hak_stat_seg_emptied_total;
+extern _Atomic(size_t) _hak_abandoned_pages;
 void  _hak_segment_cache_trim(size_t keep);
 void  _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms);
+void  _hak_abandoned_age(bool force);
 void  _hak_segments_prewarm(size_t bytes);
 void  _hak_segments_fork_prepare(void);
 void  _hak_segments_fork_parent(void);
@@ -369,6 +381,7 @@ void  _hak_release_large(hak_segment_t* seg);
 hak_segment_t* _hak_batch_take(size_t need);
 void  _hak_batch_flush(void);
 void  _hak_segment_decommit_free_pages(hak_segment_t* seg);
+void  _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay);
 void  _hak_pages_freed(hak_segment_t* seg, uint64_t mask);
 void  _hak_pages_reused(hak_segment_t* seg, uint64_t mask);
 void  _hak_heap_release_tick(hak_heap_t* h);

@@ -114,24 +114,39 @@ void _hak_batch_flush(void) {
 
 /* ---------------------------------------------------------------- small memory */
 
-/* Decommit the dirty free pages of a segment (owner thread only). */
-void _hak_segment_decommit_free_pages(hak_segment_t* seg) {
-  uint64_t dirty = seg->dirty_pages;
-  if (dirty == 0) return;
-  if (hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF) {
-    while (dirty) {
-      unsigned lo = (unsigned)__builtin_ctzll(dirty);
-      uint64_t run = dirty >> lo;
-      unsigned len = run == ~(uint64_t)0 ? 64 - lo : (unsigned)__builtin_ctzll(~run);
-      _hak_decommit((uint8_t*)seg + ((size_t)lo << HAK_PAGE_SHIFT), (size_t)len << HAK_PAGE_SHIFT);
-      uint64_t runmask = len >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << len) - 1);
-      dirty &= ~(runmask << lo);
-    }
-    atomic_fetch_sub_explicit(&_hak_retained_bytes,
-                              (size_t)__builtin_popcountll(seg->dirty_pages) << HAK_PAGE_SHIFT,
-                              memory_order_relaxed);
-    seg->dirty_pages = 0;
+/* Decommit some of a segment's dirty free pages (owner thread, or seg_lock
+ * for cached and abandoned segments). */
+static void decommit_pages(hak_segment_t* seg, uint64_t pages) {
+  if (pages == 0 || hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
+  uint64_t left = pages;
+  while (left) {
+    unsigned lo = (unsigned)__builtin_ctzll(left);
+    uint64_t run = left >> lo;
+    unsigned len = run == ~(uint64_t)0 ? 64 - lo : (unsigned)__builtin_ctzll(~run);
+    _hak_decommit((uint8_t*)seg + ((size_t)lo << HAK_PAGE_SHIFT), (size_t)len << HAK_PAGE_SHIFT);
+    uint64_t runmask = len >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << len) - 1);
+    left &= ~(runmask << lo);
   }
+  atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(pages) << HAK_PAGE_SHIFT,
+                            memory_order_relaxed);
+  seg->dirty_pages &= ~pages;
+  seg->dirty_old &= ~pages;
+}
+
+void _hak_segment_decommit_free_pages(hak_segment_t* seg) { decommit_pages(seg, seg->dirty_pages); }
+
+/* A segment's page clock: the pages that were already empty at the
+ * previous snapshot, at least `delay` ms ago, and have not been reused since
+ * are decommitted; the rest become the next snapshot.  So a page goes back to
+ * the OS after delay..2*delay of disuse (given ticks), however busy the rest
+ * of its segment is.  (Aging the segment as a whole instead took pages freed
+ * a moment ago along with old ones, and the program faulted them straight
+ * back in.) */
+void _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay) {
+  if (now - seg->aged_ms < delay) return;
+  decommit_pages(seg, seg->dirty_old & seg->dirty_pages);
+  seg->dirty_old = seg->dirty_pages;
+  seg->aged_ms = now;
 }
 
 /* Slab pages just became free in a segment owned by the caller. */
@@ -148,6 +163,7 @@ void _hak_pages_freed(hak_segment_t* seg, uint64_t mask) {
 /* Slab pages are taken again: they are no longer empty memory. */
 void _hak_pages_reused(hak_segment_t* seg, uint64_t mask) {
   uint64_t was = seg->dirty_pages & mask;
+  seg->dirty_old &= ~mask;
   if (was == 0) return;
   seg->dirty_pages &= ~mask;
   atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(was) << HAK_PAGE_SHIFT,
@@ -161,11 +177,14 @@ void _hak_heap_release_tick(hak_heap_t* h) {
   uint64_t now = _hak_clock_ms();
   if (now < h->next_release_ms && !_hak_retained_over_target()) return;
   uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
-  h->next_release_ms = now + (delay / 4 > 10 ? delay / 4 : 10);
+  h->next_release_ms = now + (delay / 2 > 1 ? delay / 2 : 1);   /* a page goes after 1..2 ticks */
   bool force = _hak_retained_over_target();
-  for (hak_segment_t* seg = h->segs; seg; seg = seg->next)
-    if (seg->dirty_pages && (force || now - seg->dirty_since >= delay)) _hak_segment_decommit_free_pages(seg);
+  for (hak_segment_t* seg = h->segs; seg; seg = seg->next) {
+    if (force) _hak_segment_decommit_free_pages(seg);
+    else if (seg->dirty_pages | seg->dirty_old) _hak_segment_age(seg, now, delay);
+  }
   _hak_segment_cache_decommit(force ? 0 : delay, now);
+  _hak_abandoned_age(force);
   uint64_t age = (uint64_t)hak_opt(BIGCACHE_AGE_MS);
   if (age) _hak_bigcache_expire(age);
 }

@@ -141,13 +141,35 @@ void _hak_segments_prewarm(size_t bytes) {
   }
 }
 
+/* ---------------------------------------------------------------- abandoned segments
+ * Segments of exited threads, with live blocks, wait here for a heap that
+ * needs memory (heap.c adopts one when it has no resident free page left);
+ * meanwhile the clock below collects the remote frees that reach them and
+ * frees those that empty.  Doubly linked: the clock unlinks from the middle. */
+_Atomic(uint64_t) _hak_stat_seg_abandon_total, _hak_stat_seg_adopt_total, _hak_stat_seg_emptied_total;
+_Atomic(size_t) _hak_abandoned_pages;
+
+static void abandoned_unlink(hak_segment_t* seg) {
+  if (seg->prev) seg->prev->next = seg->next;
+  else seg_abandoned = seg->next;
+  if (seg->next) seg->next->prev = seg->prev;
+  seg->next = seg->prev = NULL;
+  seg->abandoned = 0;
+  atomic_fetch_sub_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&_hak_abandoned_pages, seg->used_pages, memory_order_relaxed);
+}
+
 void _hak_abandoned_push(hak_segment_t* seg) {
   pthread_mutex_lock(&seg_lock);
   seg->heap = NULL;
   seg->prev = NULL;
   seg->next = seg_abandoned;
+  if (seg_abandoned) seg_abandoned->prev = seg;
   seg_abandoned = seg;
+  seg->abandoned = 1;
   atomic_fetch_add_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&_hak_abandoned_pages, seg->used_pages, memory_order_relaxed);
+  atomic_fetch_add_explicit(&_hak_stat_seg_abandon_total, 1, memory_order_relaxed);
   pthread_mutex_unlock(&seg_lock);
 }
 
@@ -156,12 +178,49 @@ hak_segment_t* _hak_abandoned_pop(void) {
   pthread_mutex_lock(&seg_lock);
   hak_segment_t* seg = seg_abandoned;
   if (seg) {
-    seg_abandoned = seg->next;
-    seg->next = NULL;
-    atomic_fetch_sub_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
+    abandoned_unlink(seg);
+    atomic_fetch_add_explicit(&_hak_stat_seg_adopt_total, 1, memory_order_relaxed);
   }
   pthread_mutex_unlock(&seg_lock);
   return seg;
+}
+
+/* The clock of abandoned segments (no owner ticks them), driven by any
+ * heap's release tick, at most once per tick period process-wide: collect
+ * the remote frees that reached them, free the segments that emptied, and
+ * age their empty pages like an owner would. */
+void _hak_abandoned_age(bool force) {
+  static _Atomic(uint64_t) next_ms;
+  if (hak_load_relaxed(&_hak_seg_abandoned) == 0) return;
+  uint64_t now = _hak_clock_ms(), due = hak_load_relaxed(&next_ms);
+  uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
+  if (!force && (now < due || !atomic_compare_exchange_strong(&next_ms, &due, now + (delay / 2 > 1 ? delay / 2 : 1))))
+    return;
+  hak_segment_t* emptied = NULL;
+  pthread_mutex_lock(&seg_lock);
+  for (hak_segment_t *seg = seg_abandoned, *next; seg; seg = next) {
+    next = seg->next;
+    uint32_t pages = seg->used_pages;
+    bool empty = _hak_abandoned_collect(seg);
+    atomic_fetch_sub_explicit(&_hak_abandoned_pages, pages - seg->used_pages, memory_order_relaxed);
+    if (empty) {
+      abandoned_unlink(seg);
+      atomic_fetch_add_explicit(&_hak_stat_seg_emptied_total, 1, memory_order_relaxed);
+      seg->next = emptied;
+      emptied = seg;
+    } else if (force) {
+      _hak_segment_decommit_free_pages(seg);
+    } else if (seg->dirty_pages | seg->dirty_old) {
+      _hak_segment_age(seg, now, delay);
+    }
+  }
+  pthread_mutex_unlock(&seg_lock);
+  while (emptied != NULL) {   /* outside the lock: the segment cache takes it */
+    hak_segment_t* seg = emptied;
+    emptied = seg->next;
+    seg->next = NULL;
+    _hak_segment_free(seg);
+  }
 }
 
 void _hak_segments_fork_prepare(void) { pthread_mutex_lock(&seg_lock); }

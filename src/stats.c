@@ -57,8 +57,19 @@ static size_t stats_format(char* buf, size_t cap) {
          (unsigned long long)rc, (unsigned long long)rb, hak_load_relaxed(&_hak_retained_bytes),
          (unsigned long long)ru);
   if (_hak_sites_used() > 0 && sb.len + 2048 < sb.cap) sb.len += _hak_sites_report(sb.buf + sb.len, sb.cap - sb.len, 8);
-  sb_add(&sb, "segments: live=%zu cached=%zu abandoned=%zu\n", hak_load_relaxed(&_hak_seg_count),
-         hak_load_relaxed(&_hak_seg_cached), hak_load_relaxed(&_hak_seg_abandoned));
+  sb_add(&sb, "segments: live=%zu cached=%zu abandoned=%zu (%zu slab pages)\n", hak_load_relaxed(&_hak_seg_count),
+         hak_load_relaxed(&_hak_seg_cached), hak_load_relaxed(&_hak_seg_abandoned),
+         hak_load_relaxed(&_hak_abandoned_pages));
+  sb_add(&sb,
+         "threads: abandoned segments=%llu slab_pages=%llu; adopted segments=%llu slab_pages=%llu; "
+         "reclaimed slabs=%llu slab_pages=%llu; emptied while abandoned segments=%llu\n",
+         (unsigned long long)hak_load_relaxed(&_hak_stat_seg_abandon_total),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_abandon_pages),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_seg_adopt_total),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_adopt_pages),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_reclaimed_slabs),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_reclaimed_pages),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_seg_emptied_total));
   hak_os_stats_t os;
   hak_os_stats(&os);
   sb_add(&sb, "os: mmap=%zu munmap=%zu madvise=%zu mprotect=%zu mremap=%zu\n", os.mmap_calls, os.munmap_calls,
