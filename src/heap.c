@@ -340,6 +340,7 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
   if (s->free == NULL && (++h->refills & 63) == 0) {   /* now and then: remote frees elsewhere, the release clock */
     if (hak_load_relaxed(&h->xremote_hint)) heap_collect_remote(h);
     _hak_heap_release_tick(h);
+    _hak_abandoned_age(false);
     s = h->cls[cls].cur;
   }
   for (;;) {
@@ -479,8 +480,9 @@ void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op) {
 /* The first remote free into a slab since its owner collected it: set the
  * slab's bit in its segment, then raise the owner's hint (both seq_cst: the
  * owner clears the hint before it takes the bits, so a bit it misses leaves
- * the hint raised).  An abandoned slab has no owner to tell: its adopter
- * collects every slab. */
+ * the hint raised).  An abandoned slab has no owner to tell: the clock of
+ * abandoned segments (segment.c) is told instead, and an adopter collects
+ * every slab anyway. */
 static void remote_notify(hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
   uint64_t bit = (uint64_t)1 << slab_index(s);
@@ -488,7 +490,11 @@ static void remote_notify(hak_slab_t* s) {
   atomic_fetch_or_explicit(&seg->xremote, bit, memory_order_seq_cst);
   uintptr_t xo = atomic_load_explicit(&s->xowner, memory_order_seq_cst);
   hak_heap_t* owner = (hak_heap_t*)(xo & ~HAK_OWNER_FLAGS);   /* heaps are 64-byte aligned */
-  if (owner != NULL && hak_load_relaxed(&owner->xremote_hint) == 0) hak_store_relaxed(&owner->xremote_hint, 1);
+  if (owner != NULL) {
+    if (hak_load_relaxed(&owner->xremote_hint) == 0) hak_store_relaxed(&owner->xremote_hint, 1);
+  } else if (xo == HAK_OWNER_ABANDONED && hak_load_relaxed(&_hak_abandoned_hint) == 0) {
+    hak_store_relaxed(&_hak_abandoned_hint, 1);   /* for the abandoned segments' clock */
+  }
 }
 
 static void remote_free(hak_slab_t* s, hak_block_t* b) {
@@ -732,6 +738,7 @@ void _hak_heap_abandon(hak_heap_t* h) {
   }
   h->segs = h->segs_full = NULL;
   heap_release_to_pool(h);
+  _hak_abandoned_age(false);   /* a thread exit is a slow path too: collect what others freed into exited threads' slabs */
 }
 
 static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {

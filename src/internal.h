@@ -300,6 +300,7 @@ extern _Atomic(size_t) _hak_abandoned_pages;
 void  _hak_segment_cache_trim(size_t keep);
 void  _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms);
 void  _hak_abandoned_age(bool force);
+extern _Atomic(int) _hak_abandoned_hint;   /* a remote free reached an abandoned slab */
 void  _hak_segments_prewarm(size_t bytes);
 void  _hak_segments_fork_prepare(void);
 void  _hak_segments_fork_parent(void);

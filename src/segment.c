@@ -185,17 +185,25 @@ hak_segment_t* _hak_abandoned_pop(void) {
   return seg;
 }
 
-/* The clock of abandoned segments (no owner ticks them), driven by any
- * heap's release tick, at most once per tick period process-wide: collect
- * the remote frees that reached them, free the segments that emptied, and
- * age their empty pages like an owner would. */
+/* The clock of abandoned segments (no owner ticks them), driven by heaps'
+ * slow paths and thread exits: collect the remote frees that reached them
+ * and free the segments that emptied -- at once when a remote free into an
+ * abandoned slab raised the hint (at most once a millisecond), and with the
+ * page aging every half decommit delay, process-wide. */
+_Atomic(int) _hak_abandoned_hint;
 void _hak_abandoned_age(bool force) {
-  static _Atomic(uint64_t) next_ms;
+  static _Atomic(uint64_t) next_age_ms, next_collect_ms;
   if (hak_load_relaxed(&_hak_seg_abandoned) == 0) return;
-  uint64_t now = _hak_clock_ms(), due = hak_load_relaxed(&next_ms);
-  uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
-  if (!force && (now < due || !atomic_compare_exchange_strong(&next_ms, &due, now + (delay / 2 > 1 ? delay / 2 : 1))))
-    return;
+  uint64_t now = _hak_clock_ms(), delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
+  uint64_t due = hak_load_relaxed(&next_age_ms);
+  bool age = force || (now >= due && atomic_compare_exchange_strong(&next_age_ms, &due, now + (delay / 2 > 1 ? delay / 2 : 1)));
+  if (!age) {
+    due = hak_load_relaxed(&next_collect_ms);
+    if (!hak_load_relaxed(&_hak_abandoned_hint) || now < due ||
+        !atomic_compare_exchange_strong(&next_collect_ms, &due, now + 1))
+      return;
+  }
+  hak_store_relaxed(&_hak_abandoned_hint, 0);
   hak_segment_t* emptied = NULL;
   pthread_mutex_lock(&seg_lock);
   for (hak_segment_t *seg = seg_abandoned, *next; seg; seg = next) {
@@ -210,7 +218,7 @@ void _hak_abandoned_age(bool force) {
       emptied = seg;
     } else if (force) {
       _hak_segment_decommit_free_pages(seg);
-    } else if (seg->dirty_pages | seg->dirty_old) {
+    } else if (age && (seg->dirty_pages | seg->dirty_old)) {
       _hak_segment_age(seg, now, delay);
     }
   }

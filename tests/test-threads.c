@@ -10,6 +10,17 @@
  *        a time) that allocate, free, and leave blocks for main to free;
  *        RSS (and hakmem's mapped bytes) after the churn must stay within a
  *        bound of the values measured after the first 1000 threads.
+ *   bounded [THREADS ROUNDS SCALE]  the stress rounds, with the live bytes
+ *        counted: hakmem's mapped bytes and the RSS, sampled after every
+ *        round, must stay within a bound of the peak live bytes (memory of
+ *        exited threads and of remotely freed blocks is reused or returned).
+ *   handoff [THREADS]  short threads one after another, each freeing the
+ *        blocks the previous one left and leaving its own: memory must not
+ *        grow after the first 1000 threads.
+ *   reuse  a thread fills slabs and exits, main frees all but one of its
+ *        blocks: the next thread that allocates that class gets the freed
+ *        blocks' memory back (its blocks lie in the exited thread's
+ *        segments) and hakmem maps nothing new.
  *   fork [FORKS]  fork() while other threads allocate; each child allocates,
  *        frees (also inherited blocks of other threads), starts a thread,
  *        and exits 0.  A deadlock fails through alarm().
@@ -53,6 +64,15 @@ static void fail(const char* fmt, ...) {
 /* ---- cookie blocks ----------------------------------------------------- */
 static const uint64_t COOKIE = 0xbf58476d1ce4e5b9ull;
 
+/* Bytes requested and not yet freed, and their peak (the bounded mode's
+ * reference: memory must follow the live data). */
+static _Atomic long live_bytes, live_peak;
+static void live_add(long n) {
+  long now = atomic_fetch_add_explicit(&live_bytes, n, memory_order_relaxed) + n;
+  long peak = atomic_load_explicit(&live_peak, memory_order_relaxed);
+  while (now > peak && !atomic_compare_exchange_weak(&live_peak, &peak, now)) {}
+}
+
 static uint64_t* alloc_items(size_t items, ht_rng_t* r) {
   if (items == 0) items = 1;
   if (items <= 1000 && ht_below(r, 100) == 0) items *= 40;  /* medium */
@@ -76,6 +96,7 @@ static uint64_t* alloc_items(size_t items, ht_rng_t* r) {
   if (p == NULL) { fail("allocation of %zu bytes = NULL", items * 8); abort(); }
   uint64_t cookie = (uint64_t)(uintptr_t)p ^ COOKIE;
   for (size_t i = 0; i < items; i++) p[i] = (items - i) ^ cookie;
+  live_add((long)(items * 8));
   return p;
 }
 
@@ -114,12 +135,13 @@ static uint64_t* realloc_items(uint64_t* p, ht_rng_t* r) {
     }
   uint64_t cookie = (uint64_t)(uintptr_t)q ^ COOKIE;
   for (size_t i = 0; i < n; i++) q[i] = (n - i) ^ cookie;
+  live_add(((long)n - (long)items) * 8);
   return q;
 }
 
 static void free_items(uint64_t* p, const char* where) {
   if (p == NULL) return;
-  check_items(p, where);
+  live_add(-(long)(check_items(p, where) * 8));
   t_free(p);
 }
 
@@ -131,6 +153,8 @@ static FILE* devnull;
  * hakmem_stats_print ($HT_INTROSPECT_EVERY, default 20000) */
 static uint64_t introspect_every = 20000;
 static int st_scale, st_round;
+static size_t st_rss_max, st_mapped_max;   /* sampled after every round */
+static size_t mapped_now(void);
 
 static void* stress_thread(void* arg) {
   uintptr_t tid = (uintptr_t)arg;
@@ -218,6 +242,9 @@ static int run_stress(int threads, int rounds, int scale) {
       uint64_t* p = atomic_exchange(&transfer[i], NULL);
       if (p) { free_items(p, "main free of an exited thread's block"); freed_by_main++; }
     }
+    size_t rss = ht_rss(), mapped = mapped_now();
+    if (rss > st_rss_max) st_rss_max = rss;
+    if (mapped > st_mapped_max) st_mapped_max = mapped;
   }
   for (int i = 0; i < TRANSFERS; i++) {
     uint64_t* p = atomic_exchange(&transfer[i], NULL);
@@ -329,6 +356,119 @@ static int run_churn(long total, int batch) {
       fail("hakmem mapped bytes grew from %zu KiB to %zu KiB over the thread churn "
            "(memory of exited threads not reused?)", mapped_base >> 10, mapped_end >> 10);
   }
+  return 0;
+}
+
+
+/* ---- bounded ----------------------------------------------------------- */
+static int run_bounded(int threads, int rounds, int scale) {
+  run_stress(threads, rounds, scale);
+  size_t peak = (size_t)atomic_load(&live_peak);
+  printf("bounded: peak live %zu KiB; after the rounds: RSS at most %zu KiB, hakmem mapped at most %zu KiB\n",
+         peak >> 10, st_rss_max >> 10, st_mapped_max >> 10);
+  if (atomic_load(&live_bytes) != 0) fail("live byte count is %ld after every block was freed", atomic_load(&live_bytes));
+  /* mapped: the issue's bound (2x peak live + 64 MiB); RSS: 2x + 24 MiB
+   * (the program, the libraries, empty pages not yet past their delay) */
+  if (ht_has_hakmem() && st_mapped_max > 2 * peak + 64 * HT_MiB)
+    fail("hakmem mapped %zu KiB, above 2 x peak live + 64 MiB (%zu KiB)", st_mapped_max >> 10,
+         (2 * peak + 64 * HT_MiB) >> 10);
+#if defined(HT_TSAN) || defined(HT_ASAN)
+  printf("  (sanitizer build: RSS bound not checked)\n");
+#else
+  if (st_rss_max > 2 * peak + 24 * HT_MiB)
+    fail("RSS %zu KiB, above 2 x peak live + 24 MiB (%zu KiB)", st_rss_max >> 10, (2 * peak + 24 * HT_MiB) >> 10);
+#endif
+  return 0;
+}
+
+/* ---- handoff ----------------------------------------------------------- */
+#define HANDOFF 300
+static uint64_t* handoff_slot[HANDOFF];
+static void* handoff_thread(void* arg) {
+  ht_rng_t r = {(uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ull};
+  for (int i = 0; i < HANDOFF; i++) {   /* free what the previous thread left, leave ours */
+    free_items(handoff_slot[i], "free of the previous thread's block");
+    handoff_slot[i] = alloc_items(1 + ht_below(&r, 128), &r);
+  }
+  return NULL;
+}
+
+static int run_handoff(long total) {
+  printf("handoff: %ld threads one after another, each freeing the %d blocks the previous one left\n", total,
+         HANDOFF);
+  size_t rss_base = 0, mapped_base = 0, rss_max = 0, mapped_max = 0;
+  long base_at = total < 2000 ? total / 2 : 1000;
+  for (long t = 0; t < total; t++) {
+    pthread_t th;
+    if (pthread_create(&th, NULL, handoff_thread, (void*)(uintptr_t)(t + 1)) != 0) {
+      fail("pthread_create failed after %ld threads", t);
+      return 1;
+    }
+    pthread_join(th, NULL);
+    if (t + 1 == base_at) {
+      rss_base = ht_rss();
+      mapped_base = mapped_now();
+    } else if (t + 1 > base_at && (t + 1) % 100 == 0) {
+      size_t rss = ht_rss(), mapped = mapped_now();
+      if (rss > rss_max) rss_max = rss;
+      if (mapped > mapped_max) mapped_max = mapped;
+    }
+  }
+  for (int i = 0; i < HANDOFF; i++) free_items(handoff_slot[i], "final free");
+  printf("  after %ld threads: RSS %zu KiB, mapped %zu KiB; later at most RSS %zu KiB, mapped %zu KiB\n", base_at,
+         rss_base >> 10, mapped_base >> 10, rss_max >> 10, mapped_max >> 10);
+#if !defined(HT_TSAN) && !defined(HT_ASAN)
+  if (rss_max > rss_base + 16 * HT_MiB) fail("RSS grew by more than 16 MiB over the hand-offs");
+#endif
+  if (ht_has_hakmem() && mapped_max > mapped_base + 16 * HT_MiB)
+    fail("hakmem mapped bytes grew by more than 16 MiB over the hand-offs");
+  return 0;
+}
+
+/* ---- reuse ------------------------------------------------------------- */
+#define REUSE_N 2000
+#define REUSE_SIZE 256
+static void* reuse_blocks[REUSE_N];
+static void* reuse_fill(void* arg) {
+  void** out = arg;
+  for (int i = 0; i < REUSE_N; i++) {
+    out[i] = t_malloc(REUSE_SIZE);
+    if (out[i] == NULL) { fail("malloc(%d) failed", REUSE_SIZE); abort(); }
+    memset(out[i], 0x5A, REUSE_SIZE);
+  }
+  return NULL;
+}
+
+static int run_reuse(void) {
+  printf("reuse: a thread allocates %d blocks of %d B and exits; main frees all but the first; a new thread "
+         "allocates %d more\n", REUSE_N, REUSE_SIZE, REUSE_N);
+  if (!ht_has_hakmem()) {
+    printf("  (not hakmem: skipped)\n");
+    return 0;
+  }
+  pthread_t th;
+  pthread_create(&th, NULL, reuse_fill, reuse_blocks);
+  pthread_join(th, NULL);
+  for (int i = 1; i < REUSE_N; i++) t_free(reuse_blocks[i]);   /* remote frees into an exited thread's slabs */
+  size_t mapped_before = mapped_now();
+  static void* again[REUSE_N];
+  pthread_create(&th, NULL, reuse_fill, again);
+  pthread_join(th, NULL);
+  size_t mapped_after = mapped_now();
+  const uintptr_t seg = (uintptr_t)4 << 20;   /* hakmem's SuperSlab size */
+  int inside = 0;
+  for (int i = 0; i < REUSE_N; i++) {
+    bool hit = false;
+    for (int k = 0; k < REUSE_N && !hit; k += 64)   /* the first thread's segments (sampled) */
+      hit = ((uintptr_t)again[i] & ~(seg - 1)) == ((uintptr_t)reuse_blocks[k] & ~(seg - 1));
+    inside += hit;
+  }
+  printf("  %d of %d new blocks lie in the exited thread's segments; mapped %zu -> %zu KiB\n", inside, REUSE_N,
+         mapped_before >> 10, mapped_after >> 10);
+  if (inside < REUSE_N * 9 / 10) fail("only %d of %d blocks reused the exited thread's memory", inside, REUSE_N);
+  if (mapped_after > mapped_before) fail("hakmem mapped new memory instead of reusing the exited thread's");
+  t_free(reuse_blocks[0]);
+  for (int i = 0; i < REUSE_N; i++) t_free(again[i]);
   return 0;
 }
 
@@ -465,6 +605,12 @@ int main(int argc, char** argv) {
     run_stress(a2 ? (int)a2 : 8, a3 ? (int)a3 : 10, a4 ? (int)a4 : 2000);
   if (strcmp(mode, "churn") == 0 || strcmp(mode, "all") == 0)
     run_churn(a2 ? a2 : 100000, a3 ? (int)a3 : 4);
+  if (strcmp(mode, "bounded") == 0)
+    run_bounded(a2 ? (int)a2 : 2, a3 ? (int)a3 : 100, a4 ? (int)a4 : 500);
+  if (strcmp(mode, "handoff") == 0 || strcmp(mode, "all") == 0)
+    run_handoff(a2 ? a2 : 10000);
+  if (strcmp(mode, "reuse") == 0 || strcmp(mode, "all") == 0)
+    run_reuse();
   if (strcmp(mode, "fork") == 0 || strcmp(mode, "all") == 0)
     run_fork(a2 ? (int)a2 : 200, a3 ? (int)a3 : 3);
   long f = atomic_load(&failures);
