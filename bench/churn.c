@@ -300,7 +300,7 @@ int main(int argc, char** argv) {
   uint64_t bad = atomic_load(&bad_blocks);
   int64_t live_end = atomic_load(&live_bytes), peak = atomic_load(&peak_live);
   if (bad) fprintf(stderr, "%s: %" PRIu64 " blocks lost their cookies\n", b_prog, bad);
-  if (live_end != 0) fprintf(stderr, "%s: %" PRId64 " live bytes left at the end\n", b_prog, live_end);
+  else if (live_end != 0) fprintf(stderr, "%s: %" PRId64 " live bytes left at the end\n", b_prog, live_end);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
 
