@@ -5,11 +5,12 @@
 # shellcheck disable=SC2034 # used by the scripts that source this file
 ALL_ALLOCS=(hakmem glibc mimalloc jemalloc tcmalloc)
 # shellcheck disable=SC2034
-ALL_BENCHES=(random_mixed vm vm_cold larson xthread latency fragment)
+ALL_BENCHES=(random_mixed vm vm_cold larson xthread latency fragment churn churn8 churn64 churn_small churn_tasks)
 # Variables the benchmark programs read (the command line of a program wins
 # over them); the runners forward the ones the user set.
 BENCH_VARS=(ITERS WS THREADS MIN MAX SEED TOUCH ROUNDS RESPAWN PRODUCERS CONSUMERS BATCH DEPTH
-  WARMUP TIMER FRAG_MB MIN2 MAX2 KEEP SETTLE_MS SIZE VM_MODE STEPS DURATION_SEC STEP_ITERS)
+  WARMUP TIMER FRAG_MB MIN2 MAX2 KEEP SETTLE_MS SIZE VM_MODE STEPS DURATION_SEC STEP_ITERS
+  CHURN_MODE CHURN_ALLOCS TASKS TRANSFER LARGE)
 
 log() { printf '%s\n' "$*" >&2; }
 # The calling script's header comment (line 2 up to `set -euo`), as its --help.
@@ -23,6 +24,7 @@ die() {
 bench_prog() {
   case $1 in
     vm_cold) echo vm ;;
+    churn*) echo churn ;;
     *) echo "$1" ;;
   esac
 }
@@ -41,6 +43,11 @@ bench_defaults() {
       xthread) echo "ITERS=100k MIN=16 MAX=1024" ;;
       latency) echo "ITERS=50k WARMUP=1000 WS=400 MIN=16 MAX=1024" ;;
       fragment) echo "FRAG_MB=8" ;;
+      churn) echo "THREADS=2 ROUNDS=20" ;;
+      churn8) echo "THREADS=8 ROUNDS=1 CHURN_ALLOCS=1000" ;;
+      churn64) echo "THREADS=64 ROUNDS=1 CHURN_ALLOCS=100" ;;
+      churn_small) echo "THREADS=2 ROUNDS=20 LARGE=0" ;;
+      churn_tasks) echo "CHURN_MODE=tasks THREADS=2 TASKS=400" ;;
       *) return 1 ;;
     esac
   else
@@ -52,6 +59,11 @@ bench_defaults() {
       xthread) echo "ITERS=10M MIN=16 MAX=1024" ;;
       latency) echo "ITERS=5M WARMUP=100k WS=400 MIN=16 MAX=1024" ;;
       fragment) echo "FRAG_MB=200" ;;
+      churn) echo "THREADS=2 ROUNDS=400" ;;
+      churn8) echo "THREADS=8 ROUNDS=8" ;;
+      churn64) echo "THREADS=64 ROUNDS=10 CHURN_ALLOCS=500" ;;
+      churn_small) echo "THREADS=2 ROUNDS=800 LARGE=0" ;;
+      churn_tasks) echo "CHURN_MODE=tasks THREADS=2 TASKS=10000" ;;
       *) return 1 ;;
     esac
   fi

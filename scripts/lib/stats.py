@@ -83,8 +83,10 @@ def g(x):
 
 
 def unit_of(key):
-    if key.endswith("_kb"):
+    if key.endswith("_kb") or key.endswith("_bytes"):
         return "MB"
+    if key.endswith("_s"):
+        return "s"
     if key in ("ops_per_sec", "ops_per_cpu_sec"):
         return "M ops/s"
     if key.endswith("_ns") or key == "ns_per_op":
@@ -98,6 +100,10 @@ def fmt(key, v):
         return "—"
     if key.endswith("_kb"):
         return "%.1f" % (v / 1024.0)
+    if key.endswith("_bytes"):
+        return "%.1f" % (v / 1048576.0)
+    if key.endswith("_s"):
+        return "%.3f" % v
     if key in ("ops_per_sec", "ops_per_cpu_sec"):
         return "%.2f" % (v / 1e6)
     if key.endswith("_ns") or key == "ns_per_op":
@@ -114,6 +120,7 @@ FIGURE_NAMES = {
     "ns_per_op": "time per operation",
     "p99_ns": "p99 latency of malloc and free",
     "rss_final_kb": "RSS after regrowth",
+    "elapsed_s": "elapsed time",
 }
 
 
@@ -257,7 +264,8 @@ def cmd_summary(args):
 # ----------------------------------------------------------------- suite report
 
 ALLOC_ORDER = ["hakmem", "glibc", "mimalloc", "jemalloc", "tcmalloc"]
-BENCH_ORDER = ["random_mixed", "vm", "vm_cold", "larson", "xthread", "latency", "fragment"]
+BENCH_ORDER = ["random_mixed", "vm", "vm_cold", "larson", "xthread", "latency", "fragment",
+               "churn", "churn8", "churn64", "churn_small", "churn_tasks"]
 DESCRIPTION = {
     "random_mixed": "1 thread, WS live slots, free + malloc of a uniform size in [MIN, MAX] per op",
     "vm": "malloc(2 MiB) + write every page + free, per iteration",
@@ -266,7 +274,16 @@ DESCRIPTION = {
     "xthread": "producers malloc, consumers free (every free remote), batched queue",
     "latency": "per-call latency of malloc and free on the mixed workload (timer overhead subtracted)",
     "fragment": "grow to FRAG_MB MiB, free 90 % scattered, regrow with larger sizes: RSS",
+    "churn": "threads that come and go: each round THREADS threads (main included) allocate CHURN_ALLOCS x "
+             "(t%8+1) blocks (powers of two in [MIN, MAX], a few 100x-10000x larger), keep half, free random "
+             "ones and swap some with 1,000 shared slots, then free the rest and exit",
+    "churn8": "churn with 8 threads a round",
+    "churn64": "churn with 64 threads a round (oversubscribed), fewer and smaller rounds",
+    "churn_small": "churn with small blocks only (LARGE=0)",
+    "churn_tasks": "one short thread per task, THREADS alive at most: each frees the blocks earlier threads left "
+                   "in the shared slots and a hand-off slot, and leaves new ones there",
 }
+CHURN_DETAILS = ["cpu_s", "sys_s", "minflt", "nivcsw", "peak_live_bytes", "peak_overhead"]
 DETAILS = {
     "vm": ["ns_per_op", "minflt_per_op", "sys_s", "rss_loop_end_kb"],
     "vm_cold": ["ns_per_op", "minflt_per_op", "sys_s", "rss_loop_end_kb"],
@@ -277,6 +294,8 @@ DETAILS = {
     "larson": ["ns_per_op", "ops_per_cpu_sec", "nivcsw"],
     "xthread": ["ns_per_op", "ops_per_cpu_sec", "nivcsw"],
     "random_mixed": ["ns_per_op"],
+    "churn": CHURN_DETAILS, "churn8": CHURN_DETAILS, "churn64": CHURN_DETAILS, "churn_small": CHURN_DETAILS,
+    "churn_tasks": CHURN_DETAILS,
 }
 
 
@@ -457,7 +476,8 @@ def cmd_report(args):
                 if any(c != "—" for c in cells):
                     rows.append([a] + cells)
             if rows:
-                out.append("Details (medians; `_kb` columns in MB, `_ns` in ns, `ops_per_*` in M ops/s):")
+                out.append("Details (medians; `_kb` and `_bytes` columns in MB, `_s` in s, `_ns` in ns, "
+                           "`ops_per_*` in M ops/s):")
                 out.append("")
                 out.append(md_table(["allocator"] + det, rows))
                 out.append("")

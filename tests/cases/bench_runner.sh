@@ -23,13 +23,13 @@ run RUNS=1 ALLOCS="$allocs" OUTDIR="$O" "$ROOT/scripts/bench.sh" >"$TMPD/out" 2>
   fail "bench.sh failed: $(tail -n 5 "$TMPD/err")"
 [[ -s $O/report.md ]] || fail "no report.md"
 [[ -s $O/runs.csv ]] || fail "no runs.csv"
-want=$((1 + 7 * ${#A[@]}))
+want=$((1 + ${#ALL_BENCHES[@]} * ${#A[@]}))
 [[ $(wc -l <"$O/runs.csv") == "$want" ]] || fail "runs.csv has $(wc -l <"$O/runs.csv") lines, want $want"
 bad=$(awk -F, 'NR > 1 && $4 != "ok"' "$O/runs.csv")
 [[ -z $bad ]] || fail "failed runs: $bad"
 grep -q "^Results: $O/report.md$" "$TMPD/out" || fail "the report path is not printed"
 grep -q '^## Summary: ratio to' "$TMPD/out" || fail "no summary table on stdout"
-for b in random_mixed vm vm_cold larson xthread latency fragment; do
+for b in random_mixed vm vm_cold larson xthread latency fragment churn churn8 churn64 churn_small churn_tasks; do
   grep -q "^## $b — " "$O/report.md" || fail "report.md has no section for $b"
 done
 grep -q '^\[ *1/[0-9]*\] random_mixed *glibc *run 1/1' "$TMPD/err" || fail "no progress lines on stderr"
