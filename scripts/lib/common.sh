@@ -2,8 +2,13 @@
 # scripts/lib/common.sh — shared by scripts/bench.sh, soak.sh and ab.sh.
 # Source it after setting ROOT (the repository root).
 
+# Current peers built from release tags (newer than Debian's), in shared/peers
+# beside the checkout; without that folder the allocators are Debian's only.
+PEERS_DIR=${PEERS_DIR:-$(realpath -m "$ROOT/../shared/peers")}
+SHARED_PEERS=(mi241 mi343 snmalloc)
 # shellcheck disable=SC2034 # used by the scripts that source this file
 ALL_ALLOCS=(hakmem glibc mimalloc jemalloc tcmalloc)
+if [[ -d $PEERS_DIR ]]; then ALL_ALLOCS+=("${SHARED_PEERS[@]}"); fi
 # shellcheck disable=SC2034
 ALL_BENCHES=(random_mixed vm vm_cold larson xthread latency fragment churn churn8 churn64 churn_small churn_tasks)
 # Variables the benchmark programs read (the command line of a program wins
@@ -108,14 +113,45 @@ alloc_lib() {
     mimalloc) find_lib libmimalloc.so.2 libmimalloc.so ;;
     jemalloc) find_lib libjemalloc.so.2 libjemalloc.so ;;
     tcmalloc) find_lib libtcmalloc_minimal.so.4 libtcmalloc_minimal.so libtcmalloc.so.4 libtcmalloc.so ;;
+    mi241 | mi343 | snmalloc)
+      local p
+      p=$PEERS_DIR/$(peer_path "$a")
+      [[ -r $p ]] && echo "$p"
+      ;;
     *) return 1 ;;
   esac
 }
 
-# Debian package of a peer and its version, for the report.
+# A shared peer's library below PEERS_DIR (its folder is project-version).
+peer_path() {
+  case $1 in
+    mi241) echo mimalloc-2.4.1/libmimalloc.so ;;
+    mi343) echo mimalloc-3.4.3/libmimalloc.so ;;
+    snmalloc) echo snmalloc-0.7.5/libsnmallocshim.so ;;
+    *) return 1 ;;
+  esac
+}
+
+# The allocator= a benchmark program prints when this allocator serves malloc.
+alloc_family() {
+  case $1 in
+    mi241 | mi343) echo mimalloc ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# An allocator's version, for the report: its Debian package's, a shared
+# peer's release (from its folder name), hakmem's git revision.
 alloc_version() {
   local pkg=""
   case $1 in
+    mi241 | mi343 | snmalloc)
+      local dir
+      dir=$(peer_path "$1")
+      dir=${dir%%/*}
+      echo "v${dir##*-} release build"
+      return 0
+      ;;
     glibc) pkg=libc6 ;;
     mimalloc) pkg=libmimalloc2.0 ;;
     jemalloc) pkg=libjemalloc2 ;;

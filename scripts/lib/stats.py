@@ -18,7 +18,9 @@ Definitions (used by every mode):
   stddev   sample standard deviation (divisor n - 1); 0 when n = 1
   CV       stddev / mean * 100 (%); 0 when the mean is 0
   ratio    median(X) / median(baseline)   (for lower-is-better figures a ratio
-           below 1 is better; charts plot baseline/X for those so up is better)
+           below 1 is better; charts plot baseline/X for those so up is better);
+           the suite report adds the ratios to a second baseline (meta baseline2)
+           when it was measured
 """
 import csv
 import math
@@ -263,7 +265,7 @@ def cmd_summary(args):
 
 # ----------------------------------------------------------------- suite report
 
-ALLOC_ORDER = ["hakmem", "glibc", "mimalloc", "jemalloc", "tcmalloc"]
+ALLOC_ORDER = ["hakmem", "glibc", "mimalloc", "mi241", "mi343", "jemalloc", "tcmalloc", "snmalloc"]
 BENCH_ORDER = ["random_mixed", "vm", "vm_cold", "larson", "xthread", "latency", "fragment",
                "churn", "churn8", "churn64", "churn_small", "churn_tasks"]
 DESCRIPTION = {
@@ -352,6 +354,10 @@ def cmd_report(args):
     ok = [r for r in runs if r["status"] == "ok"]
     base = want_base if any(r["alloc"] == want_base for r in ok) else ("glibc" if any(
         r["alloc"] == "glibc" for r in ok) else (allocs[0] if allocs else want_base))
+    base2 = meta.get("baseline2")
+    if base2 == base or not any(r["alloc"] == base2 for r in ok):
+        base2 = None
+    bases = [base] + ([base2] if base2 else [])
 
     def values(bench, alloc, key):
         out = []
@@ -378,9 +384,9 @@ def cmd_report(args):
             if xs:
                 med[(b, a)] = median(xs)
 
-    def ratio(b, a):
-        if (b, a) in med and (b, base) in med and med[(b, base)]:
-            return med[(b, a)] / med[(b, base)]
+    def ratio(b, a, to=base):
+        if (b, a) in med and (b, to) in med and med[(b, to)]:
+            return med[(b, a)] / med[(b, to)]
         return None
 
     out = []
@@ -403,23 +409,25 @@ def cmd_report(args):
     if meta.get("absent"):
         out.append("- absent (not measured): " + meta["absent"])
     out.append("- statistics: median, mean, sample stddev and CV = stddev/mean over the runs; ratio = median / "
-               "median of **%s**%s" % (base, "" if base == want_base else " (%s absent)" % want_base))
+               "median of **%s**%s%s" % (base, "" if base == want_base else " (%s absent)" % want_base,
+                                          "; also of **%s**" % base2 if base2 else ""))
     out.append("")
 
     # Summary tables.
-    if benches and allocs:
-        out.append("## Summary: ratio to %s (median / median)" % base)
+    for to in bases if benches and allocs else []:
+        out.append("## Summary: ratio to %s (median / median)" % to)
         out.append("")
         rows = []
         for b in benches:
             prim, better = info[b]
             cells = []
             for a in allocs:
-                rt = ratio(b, a)
+                rt = ratio(b, a, to)
                 cells.append("%.2f" % rt if rt is not None else "—")
             rows.append([b, label(prim, better)] + cells)
         out.append(md_table(["benchmark", "figure"] + allocs, rows, ["l", "l"] + ["r"] * len(allocs)))
         out.append("")
+    if benches and allocs:
         out.append("## Summary: medians")
         out.append("")
         rows = []
@@ -450,15 +458,16 @@ def cmd_report(args):
                     rows.append([a, "failed"] + ["—"] * 7)
                 continue
             ds = describe(xs)
-            rt = ratio(b, a)
+            rts = [ratio(b, a, to) for to in bases]
             pk = values(b, a, "peak_rss_kb")
             mf = values(b, a, "minflt")
             rows.append([a, fmt(prim, ds["median"]), fmt(prim, ds["mean"]), fmt(prim, ds["stddev"]),
-                         "%.2f %%" % ds["cv_pct"], "%.3f" % rt if rt is not None else "—",
-                         fmt("peak_rss_kb", median(pk)) if pk else "—",
+                         "%.2f %%" % ds["cv_pct"]] + ["%.3f" % rt if rt is not None else "—" for rt in rts] +
+                        [fmt("peak_rss_kb", median(pk)) if pk else "—",
                          "%d" % median(mf) if mf else "—", "%d/%d" % (len(xs), nruns)])
-        hdr = ["allocator", "median", "mean", "stddev", "CV", "ratio vs %s%s" % (
-            base, " (lower is better)" if better == "lower" else ""), "peak RSS [MB]", "minor faults", "runs ok"]
+        hdr = ["allocator", "median", "mean", "stddev", "CV"] + ["ratio vs %s%s" % (
+            to, " (lower is better)" if better == "lower" else "") for to in bases] + [
+            "peak RSS [MB]", "minor faults", "runs ok"]
         # Fix up rows of failed allocators to the header width.
         rows = [r + ["—"] * (len(hdr) - len(r)) if len(r) < len(hdr) else r[:len(hdr)] for r in rows]
         if u:
