@@ -274,6 +274,7 @@ B_UNUSED static const char* b_allocator(void) {
   if (dlsym(RTLD_DEFAULT, "mi_malloc")) return "mimalloc";
   if (dlsym(RTLD_DEFAULT, "tc_malloc")) return "tcmalloc";
   if (dlsym(RTLD_DEFAULT, "mallctl")) return "jemalloc";
+  if (dlsym(RTLD_DEFAULT, "__malloc_end_pointer")) return "snmalloc"; /* libsnmallocshim, not glibc */
   return "glibc";
 }
 

@@ -9,9 +9,11 @@
 # Environment (all optional):
 #   RUNS=3            runs per benchmark and allocator (RUNS=10: the full measurement)
 #   BENCHES="..."     benchmarks to run (default: all; see `list`)
-#   ALLOCS="..."      allocators (default: hakmem glibc mimalloc jemalloc tcmalloc)
+#   ALLOCS="..."      allocators (default: hakmem glibc mimalloc jemalloc tcmalloc, and
+#                     mi241 mi343 snmalloc when ../shared/peers is beside the checkout)
 #   PRESET=standard   parameter set: standard (the prototype's) or tiny (smoke test)
 #   BASELINE=mimalloc the allocator ratios are taken against
+#   BASELINE2=mi241   a second ratio column and summary, when it was measured
 #   OUTDIR=dir        where to write (default results/<date>-<host>[-syscalls])
 #   SETUP=auto        auto: run scripts/setup.sh when a peer is missing and we are
 #                     root; 1: always run it; 0: never
@@ -49,6 +51,7 @@ esac
 RUNS=${RUNS:-3}
 PRESET=${PRESET:-standard}
 BASELINE=${BASELINE:-mimalloc}
+BASELINE2=${BASELINE2:-mi241}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 SETUP=${SETUP:-auto}
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer (got '$RUNS')"
@@ -68,16 +71,19 @@ for a in "${ALLOC_LIST[@]}"; do
 done
 
 # ---------------------------------------------------------------- peers
+# Peers in ALLOCS whose library is not found; with "debian", only those that
+# scripts/setup.sh installs (not the shared ones).
 missing_peers() {
   local a out=()
   for a in "${ALLOC_LIST[@]}"; do
     [[ $a == hakmem || $a == glibc ]] && continue
+    [[ ${1:-} == debian && " ${SHARED_PEERS[*]} " == *" $a "* ]] && continue
     alloc_lib "$a" >/dev/null || out+=("$a")
   done
   echo "${out[*]}"
 }
 absent=$(missing_peers)
-if [[ $SETUP == 1 || ($SETUP == auto && -n $absent && $(id -u) == 0) ]]; then
+if [[ $SETUP == 1 || ($SETUP == auto && -n $(missing_peers debian) && $(id -u) == 0) ]]; then
   log "running scripts/setup.sh${absent:+ (missing: $absent)}"
   "$ROOT/scripts/setup.sh" >&2 || log "warning: scripts/setup.sh failed; continuing with what is installed"
   absent=$(missing_peers)
@@ -142,6 +148,7 @@ for v in "${BENCH_VARS[@]}"; do [[ -n ${!v:-} ]] && user_env+=("$v=${!v}"); done
   printf 'preset\t%s\n' "$PRESET"
   printf 'order\tinterleaved: for each benchmark, run k of every allocator (%s) before run k+1\n' "$present"
   printf 'baseline\t%s\n' "$BASELINE"
+  printf 'baseline2\t%s\n' "$BASELINE2"
   printf 'hakmem_env\t%s\n' "${HAK_ENV[*]:-}"
   printf 'user_env\t%s\n' "${user_env[*]:-}"
   printf 'command\t%s\n' "${MODE:+MODE=$MODE }RUNS=$RUNS${BENCHES:+ BENCHES=\"$BENCHES\"}${ALLOCS:+ ALLOCS=\"$ALLOCS\"} scripts/bench.sh $MODE_ARG"
@@ -186,7 +193,7 @@ run_suite() {
           status="exit-$rc"
         elif [[ -z $line ]]; then
           status="no-result"
-        elif [[ $(result_get "$line" allocator) != "$a" && " ${ALL_ALLOCS[*]} " == *" $a "* ]]; then
+        elif [[ $(result_get "$line" allocator) != "$(alloc_family "$a")" && " ${ALL_ALLOCS[*]} " == *" $a "* ]]; then
           status="wrong-allocator($(result_get "$line" allocator))"
         fi
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$b" "$a" "$k" "$status" "$wall" "$params" "$line" >>"$OUT/raw.tsv"

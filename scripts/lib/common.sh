@@ -2,14 +2,20 @@
 # scripts/lib/common.sh — shared by scripts/bench.sh, soak.sh and ab.sh.
 # Source it after setting ROOT (the repository root).
 
+# Current peers built from release tags (newer than Debian's), in shared/peers
+# beside the checkout; without that folder the allocators are Debian's only.
+PEERS_DIR=${PEERS_DIR:-$(realpath -m "$ROOT/../shared/peers")}
+SHARED_PEERS=(mi241 mi343 snmalloc)
 # shellcheck disable=SC2034 # used by the scripts that source this file
 ALL_ALLOCS=(hakmem glibc mimalloc jemalloc tcmalloc)
+if [[ -d $PEERS_DIR ]]; then ALL_ALLOCS+=("${SHARED_PEERS[@]}"); fi
 # shellcheck disable=SC2034
-ALL_BENCHES=(random_mixed vm vm_cold larson xthread latency fragment)
+ALL_BENCHES=(random_mixed vm vm_cold larson xthread latency fragment churn churn8 churn64 churn_small churn_tasks)
 # Variables the benchmark programs read (the command line of a program wins
 # over them); the runners forward the ones the user set.
 BENCH_VARS=(ITERS WS THREADS MIN MAX SEED TOUCH ROUNDS RESPAWN PRODUCERS CONSUMERS BATCH DEPTH
-  WARMUP TIMER FRAG_MB MIN2 MAX2 KEEP SETTLE_MS SIZE VM_MODE STEPS DURATION_SEC STEP_ITERS)
+  WARMUP TIMER FRAG_MB MIN2 MAX2 KEEP SETTLE_MS SIZE VM_MODE STEPS DURATION_SEC STEP_ITERS
+  CHURN_MODE CHURN_ALLOCS TASKS TRANSFER LARGE)
 
 log() { printf '%s\n' "$*" >&2; }
 # The calling script's header comment (line 2 up to `set -euo`), as its --help.
@@ -23,6 +29,7 @@ die() {
 bench_prog() {
   case $1 in
     vm_cold) echo vm ;;
+    churn*) echo churn ;;
     *) echo "$1" ;;
   esac
 }
@@ -41,6 +48,11 @@ bench_defaults() {
       xthread) echo "ITERS=100k MIN=16 MAX=1024" ;;
       latency) echo "ITERS=50k WARMUP=1000 WS=400 MIN=16 MAX=1024" ;;
       fragment) echo "FRAG_MB=8" ;;
+      churn) echo "THREADS=2 ROUNDS=20" ;;
+      churn8) echo "THREADS=8 ROUNDS=1 CHURN_ALLOCS=1000" ;;
+      churn64) echo "THREADS=64 ROUNDS=1 CHURN_ALLOCS=100" ;;
+      churn_small) echo "THREADS=2 ROUNDS=20 LARGE=0" ;;
+      churn_tasks) echo "CHURN_MODE=tasks THREADS=2 TASKS=400" ;;
       *) return 1 ;;
     esac
   else
@@ -52,6 +64,11 @@ bench_defaults() {
       xthread) echo "ITERS=10M MIN=16 MAX=1024" ;;
       latency) echo "ITERS=5M WARMUP=100k WS=400 MIN=16 MAX=1024" ;;
       fragment) echo "FRAG_MB=200" ;;
+      churn) echo "THREADS=2 ROUNDS=400" ;;
+      churn8) echo "THREADS=8 ROUNDS=8" ;;
+      churn64) echo "THREADS=64 ROUNDS=10 CHURN_ALLOCS=500" ;;
+      churn_small) echo "THREADS=2 ROUNDS=800 LARGE=0" ;;
+      churn_tasks) echo "CHURN_MODE=tasks THREADS=2 TASKS=10000" ;;
       *) return 1 ;;
     esac
   fi
@@ -96,14 +113,45 @@ alloc_lib() {
     mimalloc) find_lib libmimalloc.so.2 libmimalloc.so ;;
     jemalloc) find_lib libjemalloc.so.2 libjemalloc.so ;;
     tcmalloc) find_lib libtcmalloc_minimal.so.4 libtcmalloc_minimal.so libtcmalloc.so.4 libtcmalloc.so ;;
+    mi241 | mi343 | snmalloc)
+      local p
+      p=$PEERS_DIR/$(peer_path "$a")
+      [[ -r $p ]] && echo "$p"
+      ;;
     *) return 1 ;;
   esac
 }
 
-# Debian package of a peer and its version, for the report.
+# A shared peer's library below PEERS_DIR (its folder is project-version).
+peer_path() {
+  case $1 in
+    mi241) echo mimalloc-2.4.1/libmimalloc.so ;;
+    mi343) echo mimalloc-3.4.3/libmimalloc.so ;;
+    snmalloc) echo snmalloc-0.7.5/libsnmallocshim.so ;;
+    *) return 1 ;;
+  esac
+}
+
+# The allocator= a benchmark program prints when this allocator serves malloc.
+alloc_family() {
+  case $1 in
+    mi241 | mi343) echo mimalloc ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# An allocator's version, for the report: its Debian package's, a shared
+# peer's release (from its folder name), hakmem's git revision.
 alloc_version() {
   local pkg=""
   case $1 in
+    mi241 | mi343 | snmalloc)
+      local dir
+      dir=$(peer_path "$1")
+      dir=${dir%%/*}
+      echo "v${dir##*-} release build"
+      return 0
+      ;;
     glibc) pkg=libc6 ;;
     mimalloc) pkg=libmimalloc2.0 ;;
     jemalloc) pkg=libjemalloc2 ;;

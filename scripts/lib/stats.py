@@ -18,7 +18,9 @@ Definitions (used by every mode):
   stddev   sample standard deviation (divisor n - 1); 0 when n = 1
   CV       stddev / mean * 100 (%); 0 when the mean is 0
   ratio    median(X) / median(baseline)   (for lower-is-better figures a ratio
-           below 1 is better; charts plot baseline/X for those so up is better)
+           below 1 is better; charts plot baseline/X for those so up is better);
+           the suite report adds the ratios to a second baseline (meta baseline2)
+           when it was measured
 """
 import csv
 import math
@@ -83,8 +85,10 @@ def g(x):
 
 
 def unit_of(key):
-    if key.endswith("_kb"):
+    if key.endswith("_kb") or key.endswith("_bytes"):
         return "MB"
+    if key.endswith("_s"):
+        return "s"
     if key in ("ops_per_sec", "ops_per_cpu_sec"):
         return "M ops/s"
     if key.endswith("_ns") or key == "ns_per_op":
@@ -98,6 +102,10 @@ def fmt(key, v):
         return "—"
     if key.endswith("_kb"):
         return "%.1f" % (v / 1024.0)
+    if key.endswith("_bytes"):
+        return "%.1f" % (v / 1048576.0)
+    if key.endswith("_s"):
+        return "%.3f" % v
     if key in ("ops_per_sec", "ops_per_cpu_sec"):
         return "%.2f" % (v / 1e6)
     if key.endswith("_ns") or key == "ns_per_op":
@@ -114,6 +122,7 @@ FIGURE_NAMES = {
     "ns_per_op": "time per operation",
     "p99_ns": "p99 latency of malloc and free",
     "rss_final_kb": "RSS after regrowth",
+    "elapsed_s": "elapsed time",
 }
 
 
@@ -256,8 +265,9 @@ def cmd_summary(args):
 
 # ----------------------------------------------------------------- suite report
 
-ALLOC_ORDER = ["hakmem", "glibc", "mimalloc", "jemalloc", "tcmalloc"]
-BENCH_ORDER = ["random_mixed", "vm", "vm_cold", "larson", "xthread", "latency", "fragment"]
+ALLOC_ORDER = ["hakmem", "glibc", "mimalloc", "mi241", "mi343", "jemalloc", "tcmalloc", "snmalloc"]
+BENCH_ORDER = ["random_mixed", "vm", "vm_cold", "larson", "xthread", "latency", "fragment",
+               "churn", "churn8", "churn64", "churn_small", "churn_tasks"]
 DESCRIPTION = {
     "random_mixed": "1 thread, WS live slots, free + malloc of a uniform size in [MIN, MAX] per op",
     "vm": "malloc(2 MiB) + write every page + free, per iteration",
@@ -266,7 +276,16 @@ DESCRIPTION = {
     "xthread": "producers malloc, consumers free (every free remote), batched queue",
     "latency": "per-call latency of malloc and free on the mixed workload (timer overhead subtracted)",
     "fragment": "grow to FRAG_MB MiB, free 90 % scattered, regrow with larger sizes: RSS",
+    "churn": "threads that come and go: each round THREADS threads (main included) allocate CHURN_ALLOCS x "
+             "(t%8+1) blocks (powers of two in [MIN, MAX], a few 100x-10000x larger), keep half, free random "
+             "ones and swap some with 1,000 shared slots, then free the rest and exit",
+    "churn8": "churn with 8 threads a round",
+    "churn64": "churn with 64 threads a round (oversubscribed), fewer and smaller rounds",
+    "churn_small": "churn with small blocks only (LARGE=0)",
+    "churn_tasks": "one short thread per task, THREADS alive at most: each frees the blocks earlier threads left "
+                   "in the shared slots and a hand-off slot, and leaves new ones there",
 }
+CHURN_DETAILS = ["cpu_s", "sys_s", "minflt", "nivcsw", "peak_live_bytes", "peak_overhead"]
 DETAILS = {
     "vm": ["ns_per_op", "minflt_per_op", "sys_s", "rss_loop_end_kb"],
     "vm_cold": ["ns_per_op", "minflt_per_op", "sys_s", "rss_loop_end_kb"],
@@ -277,6 +296,8 @@ DETAILS = {
     "larson": ["ns_per_op", "ops_per_cpu_sec", "nivcsw"],
     "xthread": ["ns_per_op", "ops_per_cpu_sec", "nivcsw"],
     "random_mixed": ["ns_per_op"],
+    "churn": CHURN_DETAILS, "churn8": CHURN_DETAILS, "churn64": CHURN_DETAILS, "churn_small": CHURN_DETAILS,
+    "churn_tasks": CHURN_DETAILS,
 }
 
 
@@ -333,6 +354,10 @@ def cmd_report(args):
     ok = [r for r in runs if r["status"] == "ok"]
     base = want_base if any(r["alloc"] == want_base for r in ok) else ("glibc" if any(
         r["alloc"] == "glibc" for r in ok) else (allocs[0] if allocs else want_base))
+    base2 = meta.get("baseline2")
+    if base2 == base or not any(r["alloc"] == base2 for r in ok):
+        base2 = None
+    bases = [base] + ([base2] if base2 else [])
 
     def values(bench, alloc, key):
         out = []
@@ -359,9 +384,9 @@ def cmd_report(args):
             if xs:
                 med[(b, a)] = median(xs)
 
-    def ratio(b, a):
-        if (b, a) in med and (b, base) in med and med[(b, base)]:
-            return med[(b, a)] / med[(b, base)]
+    def ratio(b, a, to=base):
+        if (b, a) in med and (b, to) in med and med[(b, to)]:
+            return med[(b, a)] / med[(b, to)]
         return None
 
     out = []
@@ -384,23 +409,25 @@ def cmd_report(args):
     if meta.get("absent"):
         out.append("- absent (not measured): " + meta["absent"])
     out.append("- statistics: median, mean, sample stddev and CV = stddev/mean over the runs; ratio = median / "
-               "median of **%s**%s" % (base, "" if base == want_base else " (%s absent)" % want_base))
+               "median of **%s**%s%s" % (base, "" if base == want_base else " (%s absent)" % want_base,
+                                          "; also of **%s**" % base2 if base2 else ""))
     out.append("")
 
     # Summary tables.
-    if benches and allocs:
-        out.append("## Summary: ratio to %s (median / median)" % base)
+    for to in bases if benches and allocs else []:
+        out.append("## Summary: ratio to %s (median / median)" % to)
         out.append("")
         rows = []
         for b in benches:
             prim, better = info[b]
             cells = []
             for a in allocs:
-                rt = ratio(b, a)
+                rt = ratio(b, a, to)
                 cells.append("%.2f" % rt if rt is not None else "—")
             rows.append([b, label(prim, better)] + cells)
         out.append(md_table(["benchmark", "figure"] + allocs, rows, ["l", "l"] + ["r"] * len(allocs)))
         out.append("")
+    if benches and allocs:
         out.append("## Summary: medians")
         out.append("")
         rows = []
@@ -431,15 +458,16 @@ def cmd_report(args):
                     rows.append([a, "failed"] + ["—"] * 7)
                 continue
             ds = describe(xs)
-            rt = ratio(b, a)
+            rts = [ratio(b, a, to) for to in bases]
             pk = values(b, a, "peak_rss_kb")
             mf = values(b, a, "minflt")
             rows.append([a, fmt(prim, ds["median"]), fmt(prim, ds["mean"]), fmt(prim, ds["stddev"]),
-                         "%.2f %%" % ds["cv_pct"], "%.3f" % rt if rt is not None else "—",
-                         fmt("peak_rss_kb", median(pk)) if pk else "—",
+                         "%.2f %%" % ds["cv_pct"]] + ["%.3f" % rt if rt is not None else "—" for rt in rts] +
+                        [fmt("peak_rss_kb", median(pk)) if pk else "—",
                          "%d" % median(mf) if mf else "—", "%d/%d" % (len(xs), nruns)])
-        hdr = ["allocator", "median", "mean", "stddev", "CV", "ratio vs %s%s" % (
-            base, " (lower is better)" if better == "lower" else ""), "peak RSS [MB]", "minor faults", "runs ok"]
+        hdr = ["allocator", "median", "mean", "stddev", "CV"] + ["ratio vs %s%s" % (
+            to, " (lower is better)" if better == "lower" else "") for to in bases] + [
+            "peak RSS [MB]", "minor faults", "runs ok"]
         # Fix up rows of failed allocators to the header width.
         rows = [r + ["—"] * (len(hdr) - len(r)) if len(r) < len(hdr) else r[:len(hdr)] for r in rows]
         if u:
@@ -457,7 +485,8 @@ def cmd_report(args):
                 if any(c != "—" for c in cells):
                     rows.append([a] + cells)
             if rows:
-                out.append("Details (medians; `_kb` columns in MB, `_ns` in ns, `ops_per_*` in M ops/s):")
+                out.append("Details (medians; `_kb` and `_bytes` columns in MB, `_s` in s, `_ns` in ns, "
+                           "`ops_per_*` in M ops/s):")
                 out.append("")
                 out.append(md_table(["allocator"] + det, rows))
                 out.append("")

@@ -8,7 +8,7 @@ set -euo pipefail
 build_bench_progs
 B=$ROOT/build/bench
 
-for p in random_mixed vm larson xthread latency fragment; do
+for p in random_mixed vm larson xthread latency fragment churn; do
   expect_exit 0 "$p --help" "$B/$p" --help
   grep -q '^usage: ' "$TMPD/out" || fail "$p --help prints no usage line"
   expect_exit 2 "$p unknown option" "$B/$p" --no-such-option=1
@@ -27,6 +27,15 @@ expect_exit 2 "random_mixed --touch=bad" "$B/random_mixed" --touch=bad --iters=1
 expect_exit 2 "vm --mode=bad" "$B/vm" --mode=bad
 expect_exit 2 "fragment --keep=101" "$B/fragment" --keep=101
 expect_exit 2 "iters overflow" "$B/random_mixed" --iters=99999999999999999999
+expect_exit 2 "churn --mode=bad" "$B/churn" --mode=bad
+expect_exit 2 "churn min > max" "$B/churn" --min=100 --max=10
+expect_exit 2 "churn no power of two in [min, max]" "$B/churn" --min=9 --max=15
+grep -q "no power of two" "$TMPD/err" || fail "churn: no message for a range without a power of two"
+expect_exit 2 "churn --min below the cookie" "$B/churn" --min=4
+expect_exit 2 "churn --transfer=101" "$B/churn" --transfer=101
+expect_exit 2 "churn --large=2" "$B/churn" --large=2
+expect_exit 2 "churn --threads=0" "$B/churn" --threads=0
+expect_exit 2 "churn bad CHURN_MODE" env CHURN_MODE=x "$B/churn" --help
 
 ops() { sed -n 's/.* ops=\([0-9]*\).*/\1/p' "$TMPD/out"; }
 expect_exit 0 "ITERS from the environment" env ITERS=1000 "$B/random_mixed"
@@ -40,4 +49,9 @@ expect_exit 0 "Ki suffix" "$B/random_mixed" --iters=2Ki
 expect_exit 0 "threads default" "$B/larson" --iters=10k --rounds=2
 want=$(nproc)
 grep -q " threads=$want " "$TMPD/out" || fail "larson threads default is not the CPU count ($want): $(cat "$TMPD/out")"
+expect_exit 0 "churn knobs from the environment" env CHURN_MODE=tasks TASKS=7 THREADS=3 CHURN_ALLOCS=10 \
+  "$B/churn" --threads=2
+has_keys "$(cat "$TMPD/out")" mode tasks threads_started allocs || fail "churn keys"
+grep -q ' mode=tasks threads=2 tasks=7 allocs=10 .* threads_started=7 ' "$TMPD/out" ||
+  fail "churn environment/command line: $(cat "$TMPD/out")"
 echo "ok"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench_results: small valid runs of every benchmark program print one RESULT
 # line with the expected keys and sane values, under glibc and (when built)
-# under build/libhakmem.so; steps mode prints STEP lines.
+# under build/libhakmem.so; steps mode prints STEP lines; churn counts its
+# blocks, threads and live bytes, and a spoiled block makes it exit 1.
 set -euo pipefail
 # shellcheck source=scripts/lib/testlib.sh
 . "$(dirname "$0")/../../scripts/lib/testlib.sh"
@@ -41,6 +42,16 @@ check() { # name expected-bench keys... -- cmd...
   LAST=$line
 }
 
+# churn's counts in the last RESULT line: blocks, threads started; no live
+# bytes at the end, a positive peak of them, not above twice the peak RSS.
+churn_counts() {
+  [[ " $LAST " == *" blocks=$1 threads_started=$2 "* ]] || fail "churn: want blocks=$1 threads_started=$2: $LAST"
+  [[ " $LAST " == *" live_end_bytes=0 "* ]] || fail "churn: live bytes left: $LAST"
+  awk -v l="$LAST" 'BEGIN { n = split(l, w, " "); for (i = 1; i <= n; i++) { split(w[i], kv, "="); v[kv[1]] = kv[2] }
+    exit !(v["peak_live_bytes"] > 0 && v["peak_live_bytes"] <= 2 * 1024 * v["peak_rss_kb"]) }' ||
+    fail "churn: peak_live_bytes out of range: $LAST"
+}
+
 for lib in "${libs[@]}"; do
   check random_mixed "$lib" ops_per_sec ns_per_op ops ws min max seed touch threads check -- \
     "$B/random_mixed" --iters=100k
@@ -57,6 +68,13 @@ for lib in "${libs[@]}"; do
   check latency "$lib" p99_ns -- "$B/latency" --iters=5k --warmup=0 --timer=clock
   check fragment "$lib" rss_final_kb rss_grow_kb rss_after_free_kb rss_end_kb live_final_kb final_overhead -- \
     "$B/fragment" --mb=4
+  CHURN=(peak_live_bytes peak_overhead live_end_bytes blocks threads_started mode threads allocs check)
+  check churn "$lib" "${CHURN[@]}" rounds -- "$B/churn" --rounds=3 --threads=3 --allocs=500
+  churn_counts 9000 6 # 3 rounds x 500 x (1 + 2 + 3) blocks, 2 threads started a round
+  check churn "$lib" "${CHURN[@]}" -- "$B/churn" --rounds=2 --threads=2 --allocs=300 --large=0 --transfer=100
+  churn_counts 1800 2
+  check churn "$lib" "${CHURN[@]}" tasks -- "$B/churn" --mode=tasks --tasks=50 --threads=3 --allocs=20
+  churn_counts 4380 50 # 20 x (6 x 36 + 1 + 2) blocks
 done
 
 # Percentiles are ordered.
@@ -72,4 +90,27 @@ awk -v l="$LAST" 'BEGIN { n = split(l, w, " "); for (i = 1; i <= n; i++) { split
 grep -q '^RESULT .* ops=30000 ' "$TMPD/out" || fail "steps mode: RESULT does not count 30000 ops"
 "$B/random_mixed" --duration=0.2 --step-iters=10k >"$TMPD/out" || fail "duration mode"
 grep -q '^STEP ' "$TMPD/out" || fail "duration mode printed no STEP line"
+# A block spoiled while it is live (its last 8 bytes, by a malloc wrapper) is
+# caught when it is freed: exit status 1, check=FAIL.
+cat >"$TMPD/spoil.c" <<'EOF'
+#include <stddef.h>
+#include <string.h>
+extern void* __libc_malloc(size_t);
+static unsigned long calls;
+static unsigned char* last;
+/* Every 100th time, spoil the last 8 bytes of the 64-byte block returned before. */
+void* malloc(size_t n) {
+  unsigned char* p = __libc_malloc(n);
+  if (n == 64) {
+    if (last && ++calls % 100 == 0) memset(last + 56, 0xA5, 8);
+    last = p;
+  }
+  return p;
+}
+EOF
+${CC:-cc} -shared -fPIC -O1 -o "$TMPD/spoil.so" "$TMPD/spoil.c" || fail "cannot build the spoiling malloc wrapper"
+expect_exit 1 "churn with spoiled blocks" env LD_PRELOAD="$TMPD/spoil.so" "$B/churn" --threads=1 --rounds=1 \
+  --allocs=1000 --min=64 --max=64 --large=0 --transfer=0
+grep -q ' check=FAIL ' "$TMPD/out" || fail "churn with spoiled blocks: no check=FAIL: $(cat "$TMPD/out")"
+grep -q 'lost their cookies' "$TMPD/err" || fail "churn with spoiled blocks: no message"
 echo "ok (${#libs[@]} allocators)"

@@ -3,7 +3,8 @@
 # glibc plus hakmem when build/libhakmem.so exists plus mimalloc when
 # installed) writes report.md, runs.csv and (with gnuplot) the charts; runs are
 # interleaved; benchmark/allocator selection and bad settings; a library that
-# fails to preload is caught.
+# fails to preload is caught; the shared peers (mi241 mi343 snmalloc) are
+# offered only when their folder exists and pass the allocator check.
 set -euo pipefail
 # shellcheck source=scripts/lib/testlib.sh
 . "$(dirname "$0")/../../scripts/lib/testlib.sh"
@@ -23,13 +24,13 @@ run RUNS=1 ALLOCS="$allocs" OUTDIR="$O" "$ROOT/scripts/bench.sh" >"$TMPD/out" 2>
   fail "bench.sh failed: $(tail -n 5 "$TMPD/err")"
 [[ -s $O/report.md ]] || fail "no report.md"
 [[ -s $O/runs.csv ]] || fail "no runs.csv"
-want=$((1 + 7 * ${#A[@]}))
+want=$((1 + ${#ALL_BENCHES[@]} * ${#A[@]}))
 [[ $(wc -l <"$O/runs.csv") == "$want" ]] || fail "runs.csv has $(wc -l <"$O/runs.csv") lines, want $want"
 bad=$(awk -F, 'NR > 1 && $4 != "ok"' "$O/runs.csv")
 [[ -z $bad ]] || fail "failed runs: $bad"
 grep -q "^Results: $O/report.md$" "$TMPD/out" || fail "the report path is not printed"
 grep -q '^## Summary: ratio to' "$TMPD/out" || fail "no summary table on stdout"
-for b in random_mixed vm vm_cold larson xthread latency fragment; do
+for b in random_mixed vm vm_cold larson xthread latency fragment churn churn8 churn64 churn_small churn_tasks; do
   grep -q "^## $b — " "$O/report.md" || fail "report.md has no section for $b"
 done
 grep -q '^\[ *1/[0-9]*\] random_mixed *glibc *run 1/1' "$TMPD/err" || fail "no progress lines on stderr"
@@ -55,6 +56,24 @@ echo "not a library" >"$TMPD/fake.so"
 run RUNS=1 BENCHES=vm ALLOCS=mimalloc LIB_mimalloc="$TMPD/fake.so" OUTDIR="$TMPD/fake" "$ROOT/scripts/bench.sh" \
   >/dev/null 2>"$TMPD/err" || fail "bench.sh with a broken library should still finish"
 grep -q 'wrong-allocator(glibc)' "$TMPD/fake/raw.tsv" || fail "a failed preload was not detected"
+
+# The shared peers: listed only when PEERS_DIR exists; measured as themselves.
+PEERS_DIR=/nonexistent run "$ROOT/scripts/bench.sh" list >"$TMPD/out" 2>&1 || fail "bench.sh list without peers"
+! grep -qE '^  (mi241|mi343|snmalloc) ' "$TMPD/out" || fail "shared peers listed without their folder"
+expect_exit 2 "mi241 without its folder" run PEERS_DIR=/nonexistent ALLOCS=mi241 OUTDIR="$TMPD/x" "$ROOT/scripts/bench.sh"
+peers=""
+for a in mi241 mi343 snmalloc; do alloc_lib "$a" >/dev/null && peers="$peers $a"; done
+if [[ -n $peers ]]; then
+  run RUNS=1 BENCHES=churn_tasks ALLOCS="glibc$peers" OUTDIR="$TMPD/peers" "$ROOT/scripts/bench.sh" >/dev/null \
+    2>"$TMPD/err" || fail "bench.sh with the shared peers failed: $(tail -n 5 "$TMPD/err")"
+  bad=$(awk -F'\t' '$4 != "ok"' "$TMPD/peers/raw.tsv")
+  [[ -z $bad ]] || fail "shared peers' runs failed: $bad"
+  if [[ $peers == *mi241* ]]; then
+    grep -q '^## Summary: ratio to mi241' "$TMPD/peers/report.md" || fail "no ratios to mi241"
+  fi
+else
+  echo "note: no shared peers in $PEERS_DIR, not checked"
+fi
 
 # Bad settings: exit status 2 and a message.
 expect_exit 2 "unknown benchmark" run BENCHES=nope OUTDIR="$TMPD/x" "$ROOT/scripts/bench.sh"

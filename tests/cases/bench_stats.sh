@@ -21,11 +21,20 @@ expect_exit 2 "summary of a non-number" "${S[@]}" summary 1 x
 expect_exit 2 "summary of nothing" "${S[@]}" summary
 
 # ---- suite report on a synthetic raw.tsv
-D=$TMPD/report
-mkdir -p "$D"
-printf 'date\t2000-01-01\nhost\ttesthost\nbaseline\tmimalloc\n' >"$D/meta.tsv"
+# results DIR PARAMS NAME VALUE...: D=DIR with a meta.tsv (date, host, the
+# NAME VALUE pairs); the runs written with r have parameters PARAMS.
+results() {
+  D=$1 P=$2
+  mkdir -p "$D"
+  {
+    printf 'date\t2000-01-01\nhost\ttesthost\n'
+    printf '%s\t%s\n' "${@:3}"
+  } >"$D/meta.tsv"
+}
+# One raw.tsv line: bench alloc run status RESULT-line.
+r() { printf '%s\t%s\t%s\t%s\t1.0\t%s\t%s\n' "$1" "$2" "$3" "$4" "$P" "$5"; }
+results "$TMPD/report" ITERS=1 baseline mimalloc
 {
-  r() { printf '%s\t%s\t%s\t%s\t1.0\tITERS=1\t%s\n' "$@"; }
   R=" primary=ops_per_sec better=higher peak_rss_kb=2048 minflt=100"
   r random_mixed mimalloc 1 ok "RESULT bench=random_mixed ops_per_sec=100000000$R"
   r random_mixed hakmem 1 ok "RESULT bench=random_mixed ops_per_sec=50000000$R"
@@ -52,6 +61,26 @@ head -n 1 "$D/runs.csv" | grep -q '^bench,alloc,run,status,wall_s,params,primary
 head -n 1 "$D/runs.csv" | grep -q 'extra_key' || fail "runs.csv lacks a key of one run"
 grep -q '^random_mixed,hakmem,2,ok,1.0,ITERS=1,ops_per_sec,higher,60000000,' "$D/runs.csv" || fail "runs.csv row"
 cmp -s "$TMPD/report.out" "$D/report.md" || fail "printed report differs from report.md"
+
+# ---- a lower-is-better time and a second baseline (BASELINE2, here mi241)
+results "$TMPD/report2" THREADS=2 baseline mimalloc baseline2 mi241
+{
+  C=" primary=elapsed_s better=lower peak_rss_kb=10240 minflt=5 peak_live_bytes=5242880"
+  r churn mimalloc 1 ok "RESULT bench=churn elapsed_s=2.0$C"
+  r churn mi241 1 ok "RESULT bench=churn elapsed_s=1.0$C"
+  r churn hakmem 1 ok "RESULT bench=churn elapsed_s=1.5$C"
+} >"$D/raw.tsv"
+"${S[@]}" report "$D" >/dev/null || fail "stats.py report (churn) failed"
+grep -q '^| churn | elapsed time \[s\] (`elapsed_s`), lower is better | 0.75 | 1.00 | 0.50 |$' "$D/report.md" ||
+  fail "churn summary ratios to mimalloc wrong: $(grep '^| churn |' "$D/report.md" | head -n 1)"
+grep -q '^## Summary: ratio to mi241' "$D/report.md" || fail "no summary against the second baseline"
+grep -q '^| churn | elapsed time .* | 1.50 | 2.00 | 1.00 |$' "$D/report.md" || fail "churn ratios to mi241 wrong"
+grep -q '^| hakmem | 1.500 | 1.500 | 0.000 | 0.00 % | 0.750 | 1.500 | 10.0 | 5 | 1/1 |$' "$D/report.md" ||
+  fail "churn row of hakmem wrong: $(grep '^| hakmem' "$D/report.md" | head -n 1)"
+grep -q '^| hakmem | .* | 5.0 |' "$D/report.md" || fail "peak_live_bytes not shown in MB"
+printf 'baseline2\tnone\n' >>"$D/meta.tsv"
+"${S[@]}" report "$D" >/dev/null || fail "stats.py report (churn, no second baseline) failed"
+! grep -q 'ratio to mi241' "$D/report.md" || fail "a second baseline that was not measured is shown"
 
 # ---- A/B verdicts
 ab() { # name better A-values B-values want-verdict want-exit
