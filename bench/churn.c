@@ -21,6 +21,8 @@
  * freed, is there to set RSS against. */
 #include "bench_common.h"
 
+#include <dlfcn.h>
+
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -321,6 +323,15 @@ int main(int argc, char** argv) {
   b_kv(&r, "peak_live_bytes=%" PRId64, peak);
   b_kv(&r, "peak_overhead=%.3f", peak > 0 ? (double)ru.ru_maxrss * 1024.0 / (double)peak : 0.0);
   b_kv(&r, "live_end_bytes=%" PRId64, live_end);
+  /* under hakmem: the address space it holds at the end, against the peak
+   * live bytes (the issue's bound: at most 2 x peak live + 64 MiB) */
+  void (*os_stats)(void*) = (void (*)(void*))dlsym(RTLD_DEFAULT, "hak_os_stats");
+  if (os_stats != NULL) {
+    size_t st[10];   /* hak_os_stats_t: 10 size_t counters, mapped_bytes 9th (include/hakmem.h) */
+    os_stats(st);
+    b_kv(&r, "hak_mapped_end_bytes=%zu", st[8]);
+    b_kv(&r, "hak_peak_mapped_bytes=%zu", st[9]);
+  }
   b_kv(&r, "check=%s", bad || live_end ? "FAIL" : "ok");
   b_result_end(&r, &a, &b, "elapsed_s", "lower");
   return bad || live_end ? 1 : 0;

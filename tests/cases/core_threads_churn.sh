@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# 100,000 short-lived threads (4 at a time) that allocate, free, and leave
-# blocks for main; RSS and hakmem's mapped bytes must stay bounded.
+# Threads that come and go (issue #10): 100,000 short-lived threads (4 at a
+# time) leaving blocks for main; 10,000 threads one after another, each
+# freeing the blocks the previous one left; the stress rounds with 2 and 64
+# threads (oversubscribed) with mapped bytes and RSS bounded by the peak live
+# bytes; and the memory of an exited thread's freed blocks going to the next
+# thread.  Every mode asserts bounds on memory, never times.
 set -euo pipefail
 . tests/cases/core_lib.sh
 need $T/test-threads-release $T/test-threads-debug
 run "churn, release, 100000 threads" $T/test-threads-release churn 100000 4
 run "churn, debug library, 5000 threads" $T/test-threads-debug churn 5000 4
+run "handoff, 10000 threads each freeing the previous one's blocks" $T/test-threads-release handoff 10000
+run "bounded, 2 threads x 100 rounds" $T/test-threads-release bounded 2 100 500
+run "bounded, 64 threads x 10 rounds" $T/test-threads-release bounded 64 10 300
+run "reuse of an exited thread's freed blocks" $T/test-threads-release reuse
+run "reuse, debug library" $T/test-threads-debug reuse

@@ -6,4 +6,6 @@ set -euo pipefail
 need $T/test-threads-tsan
 run "stress under TSan (with stats/trim calls every ~500 steps)" env HT_INTROSPECT_EVERY=500 $T/test-threads-tsan stress 4 3 150
 run "churn under TSan, 2000 threads" $T/test-threads-tsan churn 2000 4
+run "handoff under TSan, 500 threads" $T/test-threads-tsan handoff 500
+run "bounded under TSan, 8 threads x 3 rounds" $T/test-threads-tsan bounded 8 3 100
 run "fork under TSan, 30 forks" $T/test-threads-tsan fork 30 2
