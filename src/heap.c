@@ -171,7 +171,7 @@ static void slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
 }
 
 static void slab_release(hak_heap_t* h, hak_slab_t* s);
-static void slab_retire(hak_heap_t* h, hak_slab_t* s);
+static bool slab_retire(hak_heap_t* h, hak_slab_t* s);
 static bool slab_pages_free(hak_slab_t* s);
 
 /* Where memory of threads sits (stats.c): slabs emptied by remote frees and
@@ -557,19 +557,20 @@ void _hak_free_generic(void* p, const char* op) {
 }
 
 /* A slab holds no block any more.  Keep it if it is its class's only one (so
- * a malloc/free ping-pong does not re-carve), else release it. */
-static void slab_retire(hak_heap_t* h, hak_slab_t* s) {
-  if (h->cls[s->cls].cur == s && s->next == NULL) return;
+ * a malloc/free ping-pong does not re-carve), else release it; true when
+ * released. */
+static bool slab_retire(hak_heap_t* h, hak_slab_t* s) {
+  if (h->cls[s->cls].cur == s && s->next == NULL) return false;
   if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
   else avail_remove(h, s);
   slab_release(h, s);
+  return true;
 }
 
-/* The last block of a slab came back (a local free). */
-void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
-  if (h->cls[s->cls].cur == s && s->next == NULL) return;
-  slab_retire(h, s);
-  _hak_heap_release_tick(h);
+/* The last block of a slab came back (a local free).  Out of line: inlined
+ * into the free fast path, it made every free save and restore a register. */
+hak_noinline void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
+  if (slab_retire(h, s)) _hak_heap_release_tick(h);
 }
 
 /* ---------------------------------------------------------------- queries */
@@ -754,11 +755,12 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
     slab_collect(s);
     if (s->used == 0) {
       slab_release(h, s);
-    } else if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) {
-      atomic_fetch_add_explicit(&_hak_stat_adopt_pages, s->npages, memory_order_relaxed);
+      continue;
+    }
+    atomic_fetch_add_explicit(&_hak_stat_adopt_pages, s->npages, memory_order_relaxed);
+    if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) {
       avail_push(h, s);
     } else {
-      atomic_fetch_add_explicit(&_hak_stat_adopt_pages, s->npages, memory_order_relaxed);
       slab_set_full(h, s);
       if (atomic_load_explicit(&s->xthread_free, memory_order_seq_cst) != NULL) slab_unfull(h, s);
     }
