@@ -211,8 +211,11 @@ static void heap_collect_remote(hak_heap_t* h) {
         if (xo & HAK_OWNER_FULL) {
           slab_unfull(h, s);
         } else if (s->used == 0) {
+          /* the segment's last slab: releasing it frees the segment (maybe
+           * unmapped), so its remaining bits, all stale then, are not read */
+          bool last = seg->used_pages == s->npages;
           stat_reclaimed(s);
-          slab_retire(h, s);
+          if (slab_retire(h, s) && last) break;
         }
       }
       seg = next;
