@@ -75,11 +75,24 @@ static void seglist_push(hak_segment_t** head, hak_segment_t* g) {
   *head = g;
 }
 
-/* Move the remote frees into the owner's list; false when there were none. */
+/* A slab whose remote list slab_collect left because its notifier is not
+ * done (the bit it set may be taken already): set its bit again and raise
+ * the hint, so that the collector looks again. */
+static void slab_look_again(hak_slab_t* s, hak_heap_t* owner /* NULL: abandoned */) {
+  if (!(hak_load_relaxed(&s->xthread_free) & HAK_XF_NOTIFYING)) return;
+  atomic_fetch_or_explicit(&slab_segment(s)->xremote, (uint64_t)1 << slab_index(s), memory_order_relaxed);
+  if (owner != NULL) hak_store_relaxed(&owner->xremote_hint, 1);
+  else hak_store_relaxed(&_hak_abandoned_hint, 1);
+}
+
+/* Move the remote frees into the owner's list; false when there were none,
+ * or when their first freer is still notifying (it raises the hint again).
+ * A list seen non-empty and untagged stays so until taken: only the owner
+ * empties it, and the tag is set only on an empty list. */
 static bool slab_collect(hak_slab_t* s) {
-  if (hak_load_relaxed(&s->xthread_free) == NULL) return false;
-  hak_block_t* list = atomic_exchange_explicit(&s->xthread_free, NULL, memory_order_acquire);
-  if (list == NULL) return false;
+  uintptr_t v = hak_load_relaxed(&s->xthread_free);
+  if (v == 0 || (v & HAK_XF_NOTIFYING)) return false;
+  hak_block_t* list = (hak_block_t*)atomic_exchange_explicit(&s->xthread_free, 0, memory_order_acquire);
   uint32_t n = 1;
   hak_block_t* tail = list;
   if (HAK_SECURE) _hak_secure_collected(s, tail);
@@ -167,7 +180,10 @@ static void slab_unfull(hak_heap_t* h, hak_slab_t* s) {
 static void slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
   avail_remove(h, s);
   slab_set_full(h, s);
-  if (atomic_load_explicit(&s->xthread_free, memory_order_seq_cst) != NULL) slab_unfull(h, s);
+  /* a tagged list stays full: its notifier raises the hint (unfulling it
+   * would make the refill loop spin on it until the tag clears) */
+  uintptr_t v = atomic_load_explicit(&s->xthread_free, memory_order_seq_cst);
+  if (v != 0 && !(v & HAK_XF_NOTIFYING)) slab_unfull(h, s);
 }
 
 static void slab_release(hak_heap_t* h, hak_slab_t* s);
@@ -202,7 +218,11 @@ static void heap_collect_remote(hak_heap_t* h) {
         bits &= bits - 1;
         uintptr_t xo = hak_load_relaxed(&s->xowner);
         /* a stale bit (the slab was collected on the refill path, or released) */
-        if ((xo & ~HAK_OWNER_FLAGS) != (uintptr_t)h || !slab_collect(s)) continue;
+        if ((xo & ~HAK_OWNER_FLAGS) != (uintptr_t)h) continue;
+        if (!slab_collect(s)) {
+          slab_look_again(s, h);
+          continue;
+        }
         /* a full slab was filled lately, so its class is allocating: it goes
          * back on the class list however many blocks came back (releasing
          * the emptied ones made a producer whose blocks all come back
@@ -235,7 +255,12 @@ bool _hak_abandoned_collect(hak_segment_t* seg) {
   while (bits != 0) {
     hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
     bits &= bits - 1;
-    if (hak_load_relaxed(&s->xowner) != HAK_OWNER_ABANDONED || !slab_collect(s) || s->used != 0) continue;
+    if (hak_load_relaxed(&s->xowner) != HAK_OWNER_ABANDONED) continue;
+    if (!slab_collect(s)) {
+      slab_look_again(s, NULL);
+      continue;
+    }
+    if (s->used != 0) continue;
     stat_reclaimed(s);
     empty = slab_pages_free(s);
   }
@@ -260,7 +285,7 @@ static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls)
   s->cls = (uint8_t)cls;
   s->npages = (uint8_t)npages;
   s->head_off = 0;
-  hak_store_relaxed(&s->xthread_free, NULL);
+  hak_store_relaxed(&s->xthread_free, 0);
   s->next = s->prev = NULL;
   for (unsigned i = 1; i < npages; i++) {
     seg->slabs[idx + i].head_off = (uint8_t)i;
@@ -442,12 +467,18 @@ static hak_slab_t* slab_of_checked(hak_segment_t* seg, const void* p, const char
   return s;
 }
 
-static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
-  uint32_t cap = hak_slab_limit(s) / s->bsize, n = 0;
-  for (const hak_block_t* q = s->free; q != NULL && n <= cap; q = hak_block_next(q), n++)
+static bool list_contains(const hak_block_t* q, const hak_block_t* b, uint32_t cap) {
+  for (uint32_t n = 0; q != NULL && n <= cap; q = hak_block_next(q), n++)
     if (q == b) return true;
-  /* never-carved blocks also carry no valid cookie; carved ones do */
   return false;
+}
+/* In the owner's list, or in a remote list slab_collect left (tagged): only
+ * the owner unlinks from that one, so walking it under pushers is safe. */
+static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
+  uint32_t cap = hak_slab_limit(s) / s->bsize;
+  /* never-carved blocks also carry no valid cookie; carved ones do */
+  return list_contains(s->free, b, cap) ||
+         list_contains((const hak_block_t*)(hak_load_acquire(&s->xthread_free) & ~HAK_XF_NOTIFYING), b, cap);
 }
 
 /* Owner frees into its own slab on the generic path: full slab, emptied slab,
@@ -520,12 +551,28 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
     }
     b->cookie = hak_cookie();
   }
-  hak_block_t* head = hak_load_relaxed(&s->xthread_free);
-  do {
-    hak_block_set_next(b, head);
-  } while (!atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, b, memory_order_seq_cst,
-                                                  memory_order_relaxed));
-  if (head == NULL) remote_notify(s);   /* later frees find the list non-empty: already told */
+  /* The block is pushed before the owner is told, and once pushed the owner
+   * may take it, empty the slab and unmap the segment: so the free that
+   * makes the list non-empty pushes it tagged (the owner leaves a tagged
+   * list alone), tells the owner, and clears the tag as its last touch of
+   * the slab.  Later frees keep the tag and touch nothing after their push. */
+  uintptr_t head = hak_load_relaxed(&s->xthread_free);
+  for (;;) {
+    if (hak_unlikely(head == 0)) {
+      hak_block_set_next(b, NULL);
+      if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, (uintptr_t)b | HAK_XF_NOTIFYING,
+                                                memory_order_seq_cst, memory_order_relaxed)) {
+        remote_notify(s);
+        atomic_fetch_and_explicit(&s->xthread_free, ~HAK_XF_NOTIFYING, memory_order_release);
+        return;
+      }
+      continue;
+    }
+    hak_block_set_next(b, (hak_block_t*)(head & ~HAK_XF_NOTIFYING));
+    if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, (uintptr_t)b | (head & HAK_XF_NOTIFYING),
+                                              memory_order_seq_cst, memory_order_relaxed))
+      return;
+  }
 }
 
 /* A free into another thread's (or an exited thread's) slab. */
@@ -761,7 +808,7 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
     if (hak_load_relaxed(&s->xowner) != HAK_OWNER_ABANDONED) continue;
     atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
     s->next = s->prev = NULL;
-    slab_collect(s);
+    if (!slab_collect(s)) slab_look_again(s, h);
     if (s->used == 0) {
       slab_release(h, s);
       continue;
@@ -771,7 +818,7 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
       avail_push(h, s);
     } else {
       slab_set_full(h, s);
-      if (atomic_load_explicit(&s->xthread_free, memory_order_seq_cst) != NULL) slab_unfull(h, s);
+      if (atomic_load_explicit(&s->xthread_free, memory_order_seq_cst) != 0) slab_unfull(h, s);
     }
   }
   if (--seg->used_pages == 0) {
@@ -811,6 +858,19 @@ void _hak_heaps_fork_child(hak_heap_t* self) {
   /* The other threads' heaps are left as they are: they may have been in the
    * middle of a list update when fork() ran, so walking them is not safe.
    * Their blocks stay valid; frees of them from the child go the remote way. */
-  (void)self;
   pthread_mutex_init(&heap_lock, NULL);
+  /* A thread that was notifying a remote free into one of our slabs does
+   * not exist here: clear its tag, or the slab's remote list (and every
+   * remote free into it from the child's threads) would never be collected. */
+  if (self == NULL || self == &_hak_heap_empty) return;
+  for (int pass = 0; pass < 2; pass++)
+    for (hak_segment_t* seg = pass ? self->segs_full : self->segs; seg != NULL; seg = seg->next)
+      for (size_t idx = 0; idx < HAK_PAGES_PER_SEG; idx++) {
+        hak_slab_t* s = &seg->slabs[idx];
+        uintptr_t v = hak_load_relaxed(&s->xthread_free);
+        if (!(v & HAK_XF_NOTIFYING)) continue;   /* read only: no copy-on-write fault */
+        hak_store_relaxed(&s->xthread_free, v & ~HAK_XF_NOTIFYING);
+        atomic_fetch_or_explicit(&seg->xremote, (uint64_t)1 << idx, memory_order_relaxed);
+        hak_store_relaxed(&self->xremote_hint, 1);
+      }
 }

@@ -136,13 +136,18 @@ hak_inline void hak_block_set_next(hak_block_t* b, hak_block_t* n) {
 #define HAK_OWNER_ABANDONED ((uintptr_t)2)      /* owner thread exited */
 #define HAK_OWNER_TAIL      ((uintptr_t)4)      /* non-first page of a multi-page slab */
 #define HAK_OWNER_FLAGS     ((uintptr_t)63)
+/* xthread_free's low bit (blocks are 16-byte aligned): the remote free that
+ * made the list non-empty is still telling the owner (remote_notify).  While
+ * it is set the owner does not take the list, so the slab keeps a block out
+ * and its segment stays mapped until the notifier is done with it. */
+#define HAK_XF_NOTIFYING    ((uintptr_t)1)
 
 struct hak_heap_s;
 typedef struct hak_slab_s {
   hak_block_t* free;                 /* owner: blocks ready to hand out */
   _Atomic(uintptr_t) xowner;         /* heap | flags, or a special value */
   uint64_t recip;                    /* floor(2^64 / bsize) + 1: see hak_is_carved_block */
-  _Atomic(hak_block_t*) xthread_free;/* remote frees, pushed lock-free */
+  _Atomic(uintptr_t) xthread_free;   /* remote frees, pushed lock-free; bit 0: HAK_XF_NOTIFYING */
   struct hak_slab_s* next;           /* heap avail/full list */
   struct hak_slab_s* prev;
   uint32_t used;                     /* blocks out (incl. pending remote frees) */
