@@ -18,6 +18,16 @@ hak_inline void* hak_malloc_inline(size_t n) {
   return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
 }
 
+/* The descriptor of p's page (p in the segment map): segment base + slabs
+ * offset + page index * 64, in one and-shift-or chain (the page index sits in
+ * bits 16..21 of p).  A large segment's header covers these descriptors and
+ * leaves them HAK_OWNER_UNUSED. */
+hak_inline hak_slab_t* page_slab(const void* p) {
+  _Static_assert(sizeof(hak_slab_t) == 64 && HAK_PAGE_SHIFT == 16, "descriptor arithmetic");
+  return (hak_slab_t*)((((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK) + offsetof(hak_segment_t, slabs)) +
+                       (((uintptr_t)p >> (HAK_PAGE_SHIFT - 6)) & ((HAK_PAGES_PER_SEG - 1) << 6)));
+}
+
 /* One test for the common case: the block's slab is owned by this thread's
  * heap and not full.  The block must also be an already carved block start
  * (one multiply and compare) and not carry the free cookie (secure build: its
@@ -25,11 +35,7 @@ hak_inline void* hak_malloc_inline(size_t n) {
 hak_inline void hak_free_inline(void* p, const char* op) {
   if (hak_likely(hak_segmap_contains(p))) {
     hak_heap_t* h = hak_heap_get();
-    /* the slab descriptor: segment base + slabs offset + page index * 64,
-     * in one and-shift-or chain (the page index sits in bits 16..21 of p) */
-    _Static_assert(sizeof(hak_slab_t) == 64 && HAK_PAGE_SHIFT == 16, "descriptor arithmetic");
-    hak_slab_t* s = (hak_slab_t*)((((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK) + offsetof(hak_segment_t, slabs)) +
-                                  (((uintptr_t)p >> (HAK_PAGE_SHIFT - 6)) & ((HAK_PAGES_PER_SEG - 1) << 6)));
+    hak_slab_t* s = page_slab(p);
     uintptr_t xo = hak_load_relaxed(&s->xowner);
     if (hak_likely(xo == (uintptr_t)h)) {
       hak_block_t* b = (hak_block_t*)p;
@@ -55,6 +61,22 @@ hak_inline void hak_free_inline(void* p, const char* op) {
     }
   }
   _hak_free_generic(p, op);
+}
+
+/* The common case as cheap as free's: a live block in its slab's first page,
+ * with the same checks (carved block start, no free cookie); everything else,
+ * and the secure build (its trailer holds the requested size), out of line. */
+hak_inline size_t small_usable(const void* p) {   /* 0: not the common case */
+  if (!HAK_SECURE && hak_likely(hak_segmap_contains(p))) {
+    const hak_slab_t* s = page_slab(p);
+    uintptr_t xo = hak_load_relaxed(&s->xowner);
+    uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
+    if (hak_likely(xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL &&
+                   hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED)) &&
+                   ((const hak_block_t*)p)->cookie != hak_cookie()))
+      return s->bsize;
+  }
+  return 0;
 }
 
 /* ---------------------------------------------------------------- API */
@@ -135,15 +157,18 @@ hak_api void* hak_realloc(void* p, size_t n) {
     errno = ENOMEM;
     return NULL;
   }
-  if (hak_segmap_contains(p)) {
-    hak_segment_t* seg = hak_segment_of(p);
-    if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1)
-      return _hak_large_realloc(seg, p, n);
+  size_t usable = small_usable(p);
+  if (usable == 0) {
+    if (hak_segmap_contains(p)) {
+      hak_segment_t* seg = hak_segment_of(p);
+      if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1)
+        return _hak_large_realloc(seg, p, n);
+    }
+    usable = _hak_usable_size(p, "realloc");
+    /* invalid pointer, reported (warn/ignore mode); secure: usable is the
+     * requested size, 0 for a live malloc(0) block */
+    if (usable == 0 && !(HAK_SECURE && _hak_is_live_block(p))) return NULL;
   }
-  size_t usable = _hak_usable_size(p, "realloc");
-  /* invalid pointer, reported (warn/ignore mode); secure: usable is the
-   * requested size, 0 for a live malloc(0) block */
-  if (usable == 0 && !(HAK_SECURE && _hak_is_live_block(p))) return NULL;
   if (!HAK_SECURE && n <= usable && n >= usable / 2) return p;   /* secure: always move (fresh trailer) */
   void* q = hak_malloc_inline(n);
   if (q == NULL) return NULL;
@@ -205,7 +230,10 @@ hak_api void* hak_pvalloc(size_t n) {
   return aligned_impl(ps, r ? r : ps);
 }
 
-hak_api size_t hak_malloc_usable_size(const void* p) { return _hak_usable_size(p, "malloc_usable_size"); }
+hak_api size_t hak_malloc_usable_size(const void* p) {
+  size_t n = small_usable(p);
+  return hak_likely(n != 0) ? n : _hak_usable_size(p, "malloc_usable_size");
+}
 
 hak_api int hak_owns(const void* p) { return _hak_is_live_block(p); }
 

@@ -452,16 +452,22 @@ static hak_slab_t* slab_of_checked(hak_segment_t* seg, const void* p, const char
   hak_slab_t* s = &seg->slabs[idx];
   uintptr_t xo = hak_load_acquire(&s->xowner);
   if (xo == HAK_OWNER_TAIL) {
-    s -= s->head_off;
+    idx -= s->head_off;
+    s = &seg->slabs[idx];
     xo = hak_load_acquire(&s->xowner);
   }
   if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) {
     _hak_invalid_pointer(op, p, "not in an allocated slab");
     return NULL;
   }
-  size_t off = (size_t)((const uint8_t*)p - slab_start(s));
-  if (off >= hak_slab_limit(s) || !hak_is_block_start(s, off)) {
-    _hak_invalid_pointer(op, p, "not the start of a block");
+  /* A carved block is a block start below the slab's limit: one multiply
+   * and compare, where the limit alone costs a division (malloc_usable_size
+   * is called for every block by some programs: redis).  Which of the two
+   * failed is worked out only for the message. */
+  size_t off = (uintptr_t)p - (uintptr_t)seg - (idx << HAK_PAGE_SHIFT);
+  if (hak_unlikely(!hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))) {
+    bool start = off < hak_slab_limit(s) && hak_is_block_start(s, off);
+    _hak_invalid_pointer(op, p, start ? "block was never allocated" : "not the start of a block");
     return NULL;
   }
   return s;

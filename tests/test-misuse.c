@@ -127,11 +127,41 @@ int main(int argc, char** argv) {
     announce(stack_block);
     void* q = t_realloc(ht_opaque_ptr(stack_block), 100);
     printf("realloc returned %p\n", q);
+  } else if (strcmp(mode, "usable-freed") == 0) {
+    char* p = (char*)t_malloc(64);
+    char* keep = (char*)t_malloc(64);   /* keeps the slab in use */
+    t_free(p);
+    announce(p);
+    printf("usable %zu\n", t_malloc_usable_size(ht_opaque_ptr(p)));
+    t_free(keep);
+  } else if (strcmp(mode, "usable-interior") == 0) {
+    char* p = (char*)t_malloc(64);
+    announce(p + 16);
+    printf("usable %zu\n", t_malloc_usable_size(ht_opaque_ptr(p + 16)));
+  } else if (strcmp(mode, "usable-uncarved") == 0) {
+    /* a block start in a fresh slab of 10 KiB blocks that was never carved
+     * (slabs are carved a few blocks at a time) */
+    char* p = (char*)t_malloc(10000);
+    char* q = p + 6 * (size_t)10240;
+    announce(q);
+    printf("usable %zu\n", t_malloc_usable_size(ht_opaque_ptr(q)));
+  } else if (strcmp(mode, "realloc-freed") == 0) {
+    char* p = (char*)t_malloc(64);
+    char* keep = (char*)t_malloc(64);
+    t_free(p);
+    announce(p);
+    printf("realloc returned %p\n", t_realloc(ht_opaque_ptr(p), 100));
+    t_free(keep);
+  } else if (strcmp(mode, "realloc-interior") == 0) {
+    char* p = (char*)t_malloc(64);
+    announce(p + 16);
+    printf("realloc returned %p\n", t_realloc(ht_opaque_ptr(p + 16), 100));
   } else {
     fprintf(stderr, "usage: test-misuse double-free-small|double-free-medium|double-free-large|"
                     "double-free-small-later|double-free-medium-later|double-free-cross-thread|"
                     "double-free-remote-first|free-interior-medium|free-interior-large|"
-                    "free-before-block|free-segment-base|free-stack|free-static|free-interior|realloc-invalid\n");
+                    "free-before-block|free-segment-base|free-stack|free-static|free-interior|realloc-invalid|"
+                    "usable-freed|usable-interior|usable-uncarved|realloc-freed|realloc-interior\n");
     return 2;
   }
   /* Still here (HAKMEM_INVALID_FREE=warn|ignore): the allocator must not

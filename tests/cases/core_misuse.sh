@@ -2,7 +2,8 @@
 # Detected misuse: double free (small, medium, large; at the head of the
 # free list and later; across threads), free of a stack, static or interior
 # pointer (small, medium, large block; before a block; hakmem's own
-# metadata), realloc of an invalid pointer.  Each must die by SIGABRT after exactly one stderr
+# metadata), realloc of an invalid pointer; malloc_usable_size of a freed,
+# interior or never-carved block, realloc of a freed or interior pointer.  Each must die by SIGABRT after exactly one stderr
 # line "hakmem: ..." that names the problem and the address (0x hex).
 # Run against the release and debug libraries and through LD_PRELOAD.
 set -euo pipefail
@@ -27,11 +28,17 @@ declare -A want=(
   [free-static]='invalid pointer'
   [free-interior]='invalid pointer'
   [realloc-invalid]='invalid pointer'
+  [usable-freed]='invalid pointer'
+  [usable-interior]='invalid pointer'
+  [usable-uncarved]='invalid pointer'
+  [realloc-freed]='double free'
+  [realloc-interior]='invalid pointer'
 )
 modes=(double-free-small double-free-medium double-free-large double-free-small-later
        double-free-medium-later double-free-cross-thread double-free-remote-first
        free-stack free-static free-interior free-interior-medium free-interior-large
-       free-before-block free-segment-base realloc-invalid)
+       free-before-block free-segment-base realloc-invalid
+       usable-freed usable-interior usable-uncarved realloc-freed realloc-interior)
 
 fails=0
 names_addr() {  # names_addr LINE ADDR: one of LINE's hex numbers equals ADDR
