@@ -4,16 +4,8 @@
 # the exit status through, and fails with 2 on usage errors and 127 on a
 # missing command.
 set -eu
-root=$(cd "$(dirname "$0")/../.." && pwd)
-unset MAKEFLAGS MFLAGS MAKELEVEL LD_PRELOAD HAKMEM_LIB HAKMEM_STATS HAKMEM_PROFILE
-fail() { echo "FAIL: $*" >&2; exit 1; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-install.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-make -s -C "$root" all >"$tmp/log" 2>&1 || { echo "SKIP: the library does not build"; exit 77; }
-prefix=$tmp/prefix
-make -s -C "$root" install PREFIX="$prefix" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; fail "make install"; }
-ver=$(sed -n 's/^#define HAKMEM_VERSION "\(.*\)"/\1/p' "$root/include/hakmem.h")
+. "$(dirname "$0")/../install.sh"
+install_prefix
 h=$prefix/bin/hakmem lib=$prefix/lib/libhakmem.so
 
 # run CMD...: status in $rc, output in $tmp/out and $tmp/err
