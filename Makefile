@@ -9,6 +9,7 @@
 #   make test       all tests (tests/run.sh), ends with "N passed, M failed"
 #   make bench      the peer comparison (scripts/bench.sh)
 #   make install PREFIX=/usr/local
+# LDFLAGS, when set, is added to the shared libraries' link (packaging: -z relro).
 CC      ?= cc
 CXX     ?= c++
 PREFIX  ?= /usr/local
@@ -42,7 +43,7 @@ $(1)/unity.o: $(SRCS) $(HDRS) Makefile
 	@mkdir -p $(1)
 	$$(CC) $(2) -c src/unity.c -o $$@
 $(1)/libhakmem.so: $(1)/unity.o src/exports.map
-	$$(CC) $(LIB_LDFLAGS) $(3) $$< -o $$@
+	$$(CC) $(LIB_LDFLAGS) $(3) $$(LDFLAGS) $$< -o $$@
 $(1)/libhakmem.a: $(1)/unity.o
 	rm -f $$@ && ar rcs $$@ $$<
 endef
@@ -56,13 +57,13 @@ $(eval $(call variant,$(BUILD)/nooverride,$(NOOVR_CFLAGS),))
 # secure mode: a separate library (no run-time switch on the default fast path)
 # with its own run-time name, so it installs beside libhakmem.so.0
 $(BUILD)/libhakmem-secure.so: $(BUILD)/secure/unity.o src/exports.map
-	$(CC) $(LIB_LDFLAGS_BASE) -Wl,--version-script=src/exports.map -Wl,-soname,libhakmem-secure.so.0 $< -o $@
+	$(CC) $(LIB_LDFLAGS_BASE) -Wl,--version-script=src/exports.map -Wl,-soname,libhakmem-secure.so.0 $(LDFLAGS) $< -o $@
 secure: $(BUILD)/libhakmem-secure.so
 
 # no override: only the hak_ API is exported; the program keeps its malloc
 $(BUILD)/libhakmem-nooverride.so: $(BUILD)/nooverride/unity.o src/exports-nooverride.map
 	$(CC) $(LIB_LDFLAGS_BASE) -Wl,--version-script=src/exports-nooverride.map \
-	  -Wl,-soname,libhakmem-nooverride.so.0 $< -o $@
+	  -Wl,-soname,libhakmem-nooverride.so.0 $(LDFLAGS) $< -o $@
 $(BUILD)/libhakmem-nooverride.a: $(BUILD)/nooverride/libhakmem.a
 	cp $< $@
 nooverride: $(BUILD)/libhakmem-nooverride.so $(BUILD)/libhakmem-nooverride.a
@@ -81,3 +82,4 @@ clean:
 -include tests/tests.mk
 -include bench/bench.mk
 -include pkg/install.mk
+-include pkg/deb.mk

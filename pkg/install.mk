@@ -1,11 +1,12 @@
 # hakmem — install / uninstall (included by the top-level Makefile).
-#   make install   [PREFIX=/usr/local] [DESTDIR=] [LIBDIR=] [INCLUDEDIR=] [BINDIR=]
+#   make install   [PREFIX=/usr/local] [DESTDIR=] [LIBDIR=] [INCLUDEDIR=] [BINDIR=] [MANDIR=]
 #   make uninstall (same variables)
 LIBDIR       ?= $(PREFIX)/lib
 INCLUDEDIR   ?= $(PREFIX)/include
 BINDIR       ?= $(PREFIX)/bin
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 CMAKEDIR     ?= $(LIBDIR)/cmake/hakmem
+MANDIR       ?= $(PREFIX)/share/man
 INSTALL      ?= install
 
 HAK_VERSION := $(shell sed -n 's/^.define HAKMEM_VERSION "\(.*\)"/\1/p' include/hakmem.h)
@@ -31,14 +32,14 @@ HAK_INSTALLED := \
   $(LIBDIR)/$(HAK_REALNAME) $(LIBDIR)/libhakmem.so.$(HAK_SOMAJOR) $(LIBDIR)/libhakmem.so \
   $(foreach l,$(HAK_EXTRA_LIBS),$(addprefix $(LIBDIR)/,$(call HAK_SO_NAMES,$(l)))) \
   $(LIBDIR)/libhakmem.a $(LIBDIR)/libhakmem-nooverride.a \
-  $(INCLUDEDIR)/hakmem.h $(BINDIR)/hakmem $(PKGCONFIGDIR)/hakmem.pc $(PKGCONFIGDIR)/hakmem-nooverride.pc \
+  $(INCLUDEDIR)/hakmem.h $(BINDIR)/hakmem $(MANDIR)/man1/hakmem.1 $(PKGCONFIGDIR)/hakmem.pc $(PKGCONFIGDIR)/hakmem-nooverride.pc \
   $(CMAKEDIR)/hakmemConfig.cmake $(CMAKEDIR)/hakmemConfigVersion.cmake
 
 .PHONY: install uninstall
 install: all
 	@test -n "$(HAK_VERSION)" || { echo "install: no HAKMEM_VERSION in include/hakmem.h" >&2; exit 1; }
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) \
-	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
+	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 644 $(BUILD)/libhakmem.so $(DESTDIR)$(LIBDIR)/$(HAK_REALNAME)
 	ln -sf $(HAK_REALNAME) $(DESTDIR)$(LIBDIR)/libhakmem.so.$(HAK_SOMAJOR)
 	ln -sf libhakmem.so.$(HAK_SOMAJOR) $(DESTDIR)$(LIBDIR)/libhakmem.so
@@ -52,6 +53,7 @@ install: all
 	$(INSTALL) -m 644 include/hakmem.h $(DESTDIR)$(INCLUDEDIR)/hakmem.h
 	sed -e 's|@LIBDIR_DEFAULT@|$(LIBDIR)|' tools/hakmem.in > $(DESTDIR)$(BINDIR)/hakmem.tmp
 	chmod 755 $(DESTDIR)$(BINDIR)/hakmem.tmp && mv -f $(DESTDIR)$(BINDIR)/hakmem.tmp $(DESTDIR)$(BINDIR)/hakmem
+	$(INSTALL) -m 644 tools/hakmem.1 $(DESTDIR)$(MANDIR)/man1/hakmem.1
 	$(HAK_SUBST) -e 's|@LIBDIR@|$(HAK_PC_LIBDIR)|g' -e 's|@INCLUDEDIR@|$(HAK_PC_INCDIR)|g' \
 	  pkg/hakmem.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/hakmem.pc
 	$(HAK_SUBST) -e 's|@LIBDIR@|$(HAK_PC_LIBDIR)|g' -e 's|@INCLUDEDIR@|$(HAK_PC_INCDIR)|g' \

@@ -36,6 +36,7 @@ $p/lib64/libhakmem-secure.so.$major
 $p/lib64/libhakmem-secure.so.$ver
 $p/lib64/pkgconfig/hakmem-nooverride.pc
 $p/lib64/pkgconfig/hakmem.pc
+$p/share/man/man1/hakmem.1
 LIST
 diff -u "$tmp/want" "$tmp/got" >&2 || fail "installed file list differs"
 
@@ -54,6 +55,11 @@ done
 cmp -s "$root/build/libhakmem-nooverride.a" "$l/libhakmem-nooverride.a" || fail "installed libhakmem-nooverride.a differs"
 cmp -s "$root/include/hakmem.h" "$stage$p/include/hakmem.h" || fail "installed header differs"
 [ -x "$stage$p/bin/hakmem" ] || fail "launcher not executable"
+man=$stage$p/share/man/man1/hakmem.1
+grep -q "^\.TH HAKMEM 1 .*\"hakmem $ver\"" "$man" || fail "hakmem.1 is not for version $ver"
+for w in stats secure profile= lib= help version HAKMEM_LIB HAKMEM_PROFILE HAKMEM_STATS; do
+  grep -q -- "$w" "$man" || fail "hakmem.1 does not describe $w"
+done
 grep -q "^libdir='$p/lib64'" "$stage$p/bin/hakmem" || fail "launcher default libdir not substituted"
 if grep -l '@[A-Z_][A-Z_]*@' "$stage$p/bin/hakmem" "$l"/pkgconfig/*.pc "$l"/cmake/hakmem/*.cmake >&2
 then fail "unsubstituted @VAR@ left in the files above"; fi
