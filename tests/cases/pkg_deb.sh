@@ -13,6 +13,12 @@ need apt-get dpkg-query dpkg-buildpackage dh cc pkg-config cmake python3
 unset PKG_CONFIG_PATH CMAKE_PREFIX_PATH DEB_BUILD_OPTIONS
 export DEBIAN_FRONTEND=noninteractive
 pkgs="libhakmem0 libhakmem-dev"
+# One run at a time on this machine (another checkout's test run included):
+# the packages are machine-wide.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>/run/lock/hakmem-pkg_deb.lock
+  flock -w 200 9 || { echo "SKIP: another pkg_deb run holds /run/lock/hakmem-pkg_deb.lock"; exit 77; }
+fi
 status() { dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null || true; }
 installed() { case $(status "$1") in ii*) return 0 ;; esac; return 1; }
 present() { case $(status "$1") in '' | un*) return 1 ;; esac; return 0; }   # any state but unknown
