@@ -9,7 +9,7 @@
 set -eu
 . "$(dirname "$0")/../install.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP: not root (installs packages)"; exit 77; }
-need apt-get dpkg-query dpkg-buildpackage dh cc pkg-config cmake python3
+need apt-get dpkg-query dpkg-buildpackage dh setsid cc pkg-config cmake python3
 unset PKG_CONFIG_PATH CMAKE_PREFIX_PATH DEB_BUILD_OPTIONS
 export DEBIAN_FRONTEND=noninteractive
 pkgs="libhakmem0 libhakmem-dev"
@@ -26,15 +26,26 @@ for p in $pkgs; do
   ! present "$p" || { echo "SKIP: $p is already on this machine (dpkg-query -W $p)"; exit 77; }
 done
 apt_opts="-y -q -o Dpkg::Use-Pty=0 -o DPkg::Lock::Timeout=300 --no-install-recommends"
+# apt_run LOG ARGS...: apt-get in a session of its own, so that a signal to this
+# case's process group (the runner's timeout) cannot interrupt dpkg halfway
+apt_run() {
+  log=$1
+  shift
+  # shellcheck disable=SC2086
+  setsid -w apt-get $apt_opts "$@" >"$log" 2>&1
+}
 added=0
 cleanup() {
   if [ "$added" = 1 ]; then
+    on=
+    for p in $pkgs; do ! present "$p" || on="$on $p"; done
     # shellcheck disable=SC2086
-    apt-get remove --purge $apt_opts $pkgs >"$tmp/remove.log" 2>&1 || cat "$tmp/remove.log" >&2
+    [ -z "$on" ] || apt_run "$tmp/remove.log" remove --purge $on || cat "$tmp/remove.log" >&2
   fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' HUP INT TERM   # the runner's timeout: still remove the packages
 chmod 755 "$tmp"   # apt's unprivileged user reads the .deb files
 
 # --- build ---
@@ -61,8 +72,7 @@ fi
 
 # --- the run-time package alone: the launcher finds libhakmem.so.0 ---
 added=1
-# shellcheck disable=SC2086
-apt-get install $apt_opts "$run_deb" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; fail "apt-get install libhakmem0"; }
+apt_run "$tmp/log" install "$run_deb" || { cat "$tmp/log" >&2; fail "apt-get install libhakmem0"; }
 installed libhakmem0 || fail "libhakmem0 not installed after apt-get install"
 lib=/usr/lib/$multiarch
 [ ! -e "$lib/libhakmem.so" ] || fail "$lib/libhakmem.so comes with the run-time package"
@@ -79,8 +89,7 @@ grep -q " $lib/libhakmem\.so\.$ver\$" "$tmp/out" || fail "hakmem did not map lib
 [ -f /usr/share/man/man1/hakmem.1.gz ] || fail "no manual page"
 
 # --- the development package: pkg-config and CMake consumers ---
-# shellcheck disable=SC2086
-apt-get install $apt_opts "$dev_deb" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; fail "apt-get install libhakmem-dev"; }
+apt_run "$tmp/log" install "$dev_deb" || { cat "$tmp/log" >&2; fail "apt-get install libhakmem-dev"; }
 installed libhakmem-dev || fail "libhakmem-dev not installed after apt-get install"
 cat >"$tmp/app.c" <<'EOF_C'
 #include <hakmem.h>
@@ -151,7 +160,7 @@ check "CMake app_nooverride" "$tmp/cm/build/app_nooverride" libhakmem-nooverride
 
 # --- removal ---
 # shellcheck disable=SC2086
-apt-get remove --purge $apt_opts $pkgs >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; fail "apt-get remove --purge"; }
+apt_run "$tmp/log" remove --purge $pkgs || { cat "$tmp/log" >&2; fail "apt-get remove --purge"; }
 added=0
 for p in $pkgs; do ! present "$p" || fail "$p still known to dpkg after --purge"; done
 for f in /usr/bin/hakmem /usr/include/hakmem.h "$lib/libhakmem.so.0" "$lib/pkgconfig/hakmem.pc" "$lib/cmake/hakmem"; do
