@@ -15,7 +15,7 @@ export DEBIAN_FRONTEND=noninteractive
 pkgs="libhakmem0 libhakmem-dev"
 # One run at a time on this machine (another checkout's test run included):
 # the packages are machine-wide.
-if command -v flock >/dev/null 2>&1; then
+if command -v flock >/dev/null 2>&1 && [ -d /run/lock ]; then
   exec 9>/run/lock/hakmem-pkg_deb.lock
   flock -w 200 9 || { echo "SKIP: another pkg_deb run holds /run/lock/hakmem-pkg_deb.lock"; exit 77; }
 fi
@@ -63,6 +63,10 @@ for l in libhakmem libhakmem-secure libhakmem-nooverride; do
   grep -qx "$l 0 libhakmem0 (>= $ver)" "$tmp/shlibs" || fail "shlibs lacks $l: $(cat "$tmp/shlibs")"
   grep -q "^$l.so.0 libhakmem0 #MINVER#" "$tmp/symbols" || fail "symbols lacks $l.so.0"
 done
+# debian/libhakmem0.symbols lists exactly what the libraries export
+if grep -A 20 'dpkg-gensymbols: warning' "$tmp/deb/build.log" >&2; then
+  fail "the exports differ from debian/libhakmem0.symbols (above)"
+fi
 if command -v lintian >/dev/null 2>&1; then
   lintian --fail-on error,warning "$tmp"/deb/*.changes >"$tmp/lintian" 2>&1 || { cat "$tmp/lintian" >&2; fail "lintian"; }
   if grep -E '^[EW]: ' "$tmp/lintian" >&2; then fail "lintian errors or warnings (above)"; fi
