@@ -4,9 +4,12 @@
 #   make asan       build/asan/    (ASan+UBSan, hak_ prefix only: no malloc override)
 #   make tsan       build/tsan/    (TSan, hak_ prefix only)
 #   make secure     build/libhakmem-secure.so (secure mode, also built by `make`)
+#   make nooverride build/libhakmem-nooverride.so/.a (hak_ API only, also built by `make`)
+#   make deb        Debian packages in build/deb/ (pkg/deb.mk)
 #   make test       all tests (tests/run.sh), ends with "N passed, M failed"
 #   make bench      the peer comparison (scripts/bench.sh)
 #   make install PREFIX=/usr/local
+# LDFLAGS, when set, is added to the shared libraries' link (packaging: -z relro).
 CC      ?= cc
 CXX     ?= c++
 PREFIX  ?= /usr/local
@@ -27,17 +30,20 @@ DEBUG_CFLAGS   := -O0 -g3 -DHAK_DEBUG=2 $(LIB_CFLAGS_COMMON)
 ASAN_CFLAGS    := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DHAK_DEBUG=1 -DHAK_NO_OVERRIDE $(LIB_CFLAGS_COMMON)
 SECURE_CFLAGS  := -O2 -g -DNDEBUG -DHAK_SECURE=1 $(LIB_CFLAGS_COMMON)
 TSAN_CFLAGS    := -O1 -g -fsanitize=thread -DHAK_DEBUG=1 -DHAK_NO_OVERRIDE $(LIB_CFLAGS_COMMON)
-LIB_LDFLAGS    := -shared -pthread -Wl,-z,now -Wl,--version-script=src/exports.map -Wl,-soname,libhakmem.so.0
+NOOVR_CFLAGS   := $(RELEASE_CFLAGS) -DHAK_NO_OVERRIDE
+LIB_LDFLAGS_BASE := -shared -pthread -Wl,-z,now
+LIB_LDFLAGS    := $(LIB_LDFLAGS_BASE) -Wl,--version-script=src/exports.map -Wl,-soname,libhakmem.so.0
 
-.PHONY: all debug asan tsan secure test bench install clean
-all: $(BUILD)/libhakmem.so $(BUILD)/libhakmem.a $(BUILD)/hakmem $(BUILD)/libhakmem-secure.so
+.PHONY: all debug asan tsan secure nooverride test bench install clean
+all: $(BUILD)/libhakmem.so $(BUILD)/libhakmem.a $(BUILD)/hakmem $(BUILD)/libhakmem-secure.so \
+  $(BUILD)/libhakmem-nooverride.so $(BUILD)/libhakmem-nooverride.a
 
 define variant
 $(1)/unity.o: $(SRCS) $(HDRS) Makefile
 	@mkdir -p $(1)
 	$$(CC) $(2) -c src/unity.c -o $$@
 $(1)/libhakmem.so: $(1)/unity.o src/exports.map
-	$$(CC) $(LIB_LDFLAGS) $(3) $$< -o $$@
+	$$(CC) $(LIB_LDFLAGS) $(3) $$(LDFLAGS) $$< -o $$@
 $(1)/libhakmem.a: $(1)/unity.o
 	rm -f $$@ && ar rcs $$@ $$<
 endef
@@ -46,11 +52,21 @@ $(eval $(call variant,$(BUILD)/debug,$(DEBUG_CFLAGS),))
 $(eval $(call variant,$(BUILD)/asan,$(ASAN_CFLAGS),-fsanitize=address,undefined))
 $(eval $(call variant,$(BUILD)/tsan,$(TSAN_CFLAGS),-fsanitize=thread))
 $(eval $(call variant,$(BUILD)/secure,$(SECURE_CFLAGS),))
+$(eval $(call variant,$(BUILD)/nooverride,$(NOOVR_CFLAGS),))
 
 # secure mode: a separate library (no run-time switch on the default fast path)
-$(BUILD)/libhakmem-secure.so: $(BUILD)/secure/libhakmem.so
-	cp $< $@
+# with its own run-time name, so it installs beside libhakmem.so.0
+$(BUILD)/libhakmem-secure.so: $(BUILD)/secure/unity.o src/exports.map
+	$(CC) $(LIB_LDFLAGS_BASE) -Wl,--version-script=src/exports.map -Wl,-soname,libhakmem-secure.so.0 $(LDFLAGS) $< -o $@
 secure: $(BUILD)/libhakmem-secure.so
+
+# no override: only the hak_ API is exported; the program keeps its malloc
+$(BUILD)/libhakmem-nooverride.so: $(BUILD)/nooverride/unity.o src/exports-nooverride.map
+	$(CC) $(LIB_LDFLAGS_BASE) -Wl,--version-script=src/exports-nooverride.map \
+	  -Wl,-soname,libhakmem-nooverride.so.0 $(LDFLAGS) $< -o $@
+$(BUILD)/libhakmem-nooverride.a: $(BUILD)/nooverride/libhakmem.a
+	cp $< $@
+nooverride: $(BUILD)/libhakmem-nooverride.so $(BUILD)/libhakmem-nooverride.a
 
 debug: $(BUILD)/debug/libhakmem.so $(BUILD)/debug/libhakmem.a
 asan:  $(BUILD)/asan/libhakmem.a
@@ -66,3 +82,4 @@ clean:
 -include tests/tests.mk
 -include bench/bench.mk
 -include pkg/install.mk
+-include pkg/deb.mk

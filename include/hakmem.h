@@ -1,8 +1,9 @@
 /* hakmem — a fast, memory-lean general-purpose allocator for Linux.
  *
  * This is hakmem's only public header.  Linking libhakmem (or preloading
- * libhakmem.so) replaces malloc/free and friends; the hak_-prefixed entry
- * points below work without overriding the system allocator. */
+ * libhakmem.so) replaces malloc/free and friends; linking
+ * libhakmem-nooverride instead exports only the hak_-prefixed entry points
+ * below, which then work beside the system allocator without overriding it. */
 #ifndef HAKMEM_H
 #define HAKMEM_H
 

@@ -13,8 +13,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/lib/common.sh
 . "$ROOT/scripts/lib/common.sh"
 
+# debhelper and lintian: only for tests/cases/pkg_deb.sh (make deb, lintian)
 PKGS=(build-essential gcc make libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 gnuplot-nox strace valgrind
-  python3 git sqlite3 pkg-config cmake clang libclang-rt-14-dev redis-server redis-tools)
+  python3 git sqlite3 pkg-config cmake clang libclang-rt-14-dev redis-server redis-tools debhelper lintian)
 export DEBIAN_FRONTEND=noninteractive
 APT_OPTS=(-y -q -o Dpkg::Use-Pty=0 -o DPkg::Lock::Timeout=900 --no-install-recommends)
 

@@ -3,19 +3,9 @@
 # runs against hakmem via pkg-config, and a CMake project finds it with
 # find_package(hakmem CONFIG) and links hakmem::hakmem and hakmem::hakmem-static.
 set -eu
-root=$(cd "$(dirname "$0")/../.." && pwd)
-unset MAKEFLAGS MFLAGS MAKELEVEL LD_PRELOAD HAKMEM_LIB HAKMEM_STATS HAKMEM_PROFILE
-fail() { echo "FAIL: $*" >&2; exit 1; }
-for t in pkg-config cmake cc; do
-  command -v $t >/dev/null 2>&1 || { echo "SKIP: $t not installed"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-install.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-make -s -C "$root" all >"$tmp/log" 2>&1 || { echo "SKIP: the library does not build"; exit 77; }
-prefix=$tmp/prefix
-make -s -C "$root" install PREFIX="$prefix" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; fail "make install"; }
-ver=$(sed -n 's/^#define HAKMEM_VERSION "\(.*\)"/\1/p' "$root/include/hakmem.h")
+. "$(dirname "$0")/../install.sh"
+need pkg-config cmake cc
+install_prefix
 
 cat >"$tmp/app.c" <<'EOF_C'
 #define _POSIX_C_SOURCE 200809L  /* strdup */

@@ -4,16 +4,8 @@
 # the exit status through, and fails with 2 on usage errors and 127 on a
 # missing command.
 set -eu
-root=$(cd "$(dirname "$0")/../.." && pwd)
-unset MAKEFLAGS MFLAGS MAKELEVEL LD_PRELOAD HAKMEM_LIB HAKMEM_STATS HAKMEM_PROFILE
-fail() { echo "FAIL: $*" >&2; exit 1; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-install.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-make -s -C "$root" all >"$tmp/log" 2>&1 || { echo "SKIP: the library does not build"; exit 77; }
-prefix=$tmp/prefix
-make -s -C "$root" install PREFIX="$prefix" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; fail "make install"; }
-ver=$(sed -n 's/^#define HAKMEM_VERSION "\(.*\)"/\1/p' "$root/include/hakmem.h")
+. "$(dirname "$0")/../install.sh"
+install_prefix
 h=$prefix/bin/hakmem lib=$prefix/lib/libhakmem.so
 
 # run CMD...: status in $rc, output in $tmp/out and $tmp/err
@@ -24,7 +16,7 @@ expect() {  # expect STATUS WHAT
 has() { grep -q -- "$1" "$tmp/out" || fail "$2: output lacks '$1': $(cat "$tmp/out")"; }
 
 run "$h" --help; expect 0 "--help"
-for w in --stats --profile= --lib= --version HAKMEM_PROFILE HAKMEM_STATS docs/TUNING.md; do
+for w in --stats --secure libhakmem-secure.so --profile= --lib= --version HAKMEM_PROFILE HAKMEM_STATS docs/TUNING.md; do
   has "$w" "--help"
 done
 run "$h" --version; expect 0 "--version"
@@ -63,6 +55,36 @@ else
   echo "note: library has no statistics report yet; --stats report not checked"
 fi
 
+# --secure: the secure build from the install dir, really loaded, and with a
+# behaviour only it has (a one-byte heap overflow is detected at free)
+sec=$prefix/lib/libhakmem-secure.so
+run "$h" --secure env; expect 0 "--secure env"
+has "^LD_PRELOAD=$sec\$" "--secure"
+run "$h" --secure -- cat /proc/self/maps; expect 0 "--secure -- cat /proc/self/maps"
+has " $prefix/lib/libhakmem-secure\.so\.$ver\$" "--secure maps"
+! grep -q "/libhakmem\.so" "$tmp/out" || fail "--secure also mapped the default library: $(cat "$tmp/out")"
+run "$h" -- cat /proc/self/maps; expect 0 "default maps"
+has " $prefix/lib/libhakmem\.so\.$ver\$" "default maps"
+if command -v cc >/dev/null 2>&1; then
+  printf '%s\n' '#include <stdlib.h>' \
+    'int main(void) { volatile char* p = malloc(20); p[20] = 1; free((void*)p); return 0; }' >"$tmp/ovf.c"
+  cc -O0 -fno-builtin "$tmp/ovf.c" -o "$tmp/ovf" || fail "cc ovf.c"
+  run "$h" -- "$tmp/ovf"; expect 0 "overflow by one byte, default build (not detected)"
+  run "$h" --secure -- "$tmp/ovf"; expect 134 "overflow by one byte under --secure"
+  grep -q "^hakmem: heap overflow detected" "$tmp/err" || fail "--secure: no overflow report: $(cat "$tmp/err")"
+else
+  echo "note: no cc; --secure overflow detection not checked"
+fi
+# --secure with --lib=DIR / HAKMEM_LIB=DIR; the run-time name NAME.so.MAJOR when
+# NAME.so (a development symlink) is absent; a --lib file is refused
+mkdir "$tmp/rt"
+cp "$sec" "$tmp/rt/libhakmem-secure.so.${ver%%.*}"
+run "$h" --secure --lib="$tmp/rt" env; expect 0 "--secure --lib=DIR"
+has "^LD_PRELOAD=$tmp/rt/libhakmem-secure.so.${ver%%.*}\$" "--secure --lib=DIR (run-time name)"
+run env HAKMEM_LIB="$prefix/lib/" "$h" --secure env; expect 0 "--secure HAKMEM_LIB=DIR"
+has "^LD_PRELOAD=$sec\$" "--secure HAKMEM_LIB=DIR"
+run "$h" --secure --lib="$lib" true; expect 2 "--secure --lib=FILE"
+
 # usage errors -> 2, missing command -> 127
 run "$h" --bogus true; expect 2 "unknown option"
 run "$h" --profile=fast true; expect 2 "bad profile"
@@ -76,6 +98,8 @@ run "$h" -- ./no/such/program; expect 127 "missing command path"
 # the in-tree launcher uses the library beside it, also through a symlink
 run "$root/build/hakmem" env; expect 0 "build/hakmem env"
 has "^LD_PRELOAD=$root/build/libhakmem.so\$" "build/hakmem"
+run "$root/build/hakmem" --secure env; expect 0 "build/hakmem --secure env"
+has "^LD_PRELOAD=$root/build/libhakmem-secure.so\$" "build/hakmem --secure"
 ln -s "$root/build/hakmem" "$tmp/hakmem-link"
 run "$tmp/hakmem-link" env; expect 0 "symlinked build/hakmem"
 has "^LD_PRELOAD=$root/build/libhakmem.so\$" "symlinked build/hakmem"
