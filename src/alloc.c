@@ -146,7 +146,18 @@ hak_inline void* aligned_impl(size_t align, size_t n) {
   return _hak_malloc_generic(hak_heap_get(), n, align, (uintptr_t)__builtin_return_address(0));
 }
 
-hak_api void* hak_realloc(void* p, size_t n) {
+/* The block moves: a new one, the bytes both hold, the old one freed. */
+static hak_noinline void* realloc_move(void* p, size_t n, size_t usable) {
+  void* q = hak_malloc_inline(n);
+  if (q == NULL) return NULL;
+  memcpy(q, p, n < usable ? n : usable);
+  hak_free_inline(p, "realloc");
+  return q;
+}
+
+/* Everything but a live small block and a nonzero size: NULL, free-like
+ * zero, too large, large blocks, misuse, the secure build. */
+static hak_noinline void* realloc_slow(void* p, size_t n) {
   if (p == NULL) return hak_malloc_inline(n);
   if (n == 0) {   /* glibc: free and return NULL */
     hak_free_inline(p, "realloc");
@@ -157,24 +168,29 @@ hak_api void* hak_realloc(void* p, size_t n) {
     errno = ENOMEM;
     return NULL;
   }
-  size_t usable = small_usable(p);
-  if (usable == 0) {
-    if (hak_segmap_contains(p)) {
-      hak_segment_t* seg = hak_segment_of(p);
-      if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1)
-        return _hak_large_realloc(seg, p, n);
-    }
-    usable = _hak_usable_size(p, "realloc");
-    /* invalid pointer, reported (warn/ignore mode); secure: usable is the
-     * requested size, 0 for a live malloc(0) block */
-    if (usable == 0 && !(HAK_SECURE && _hak_is_live_block(p))) return NULL;
+  if (hak_segmap_contains(p)) {
+    hak_segment_t* seg = hak_segment_of(p);
+    if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1)
+      return _hak_large_realloc(seg, p, n);
   }
+  size_t usable = _hak_usable_size(p, "realloc");
+  /* invalid pointer, reported (warn/ignore mode); secure: usable is the
+   * requested size, 0 for a live malloc(0) block */
+  if (usable == 0 && !(HAK_SECURE && _hak_is_live_block(p))) return NULL;
   if (!HAK_SECURE && n <= usable && n >= usable / 2) return p;   /* secure: always move (fresh trailer) */
-  void* q = hak_malloc_inline(n);
-  if (q == NULL) return NULL;
-  memcpy(q, p, n < usable ? n : usable);
-  hak_free_inline(p, "realloc");
-  return q;
+  return realloc_move(p, n, usable);
+}
+
+/* In place when the new size keeps the block at least half used (a string
+ * growing within its class, or shrinking a little): no register saved, no
+ * call.  A size above HAK_MAX_SIZE moves, and malloc fails it with ENOMEM. */
+hak_api void* hak_realloc(void* p, size_t n) {
+  size_t usable = small_usable(p);   /* 0 for NULL */
+  if (hak_likely(usable != 0 && n != 0)) {
+    if (n <= usable && n >= usable / 2) return p;
+    return realloc_move(p, n, usable);
+  }
+  return realloc_slow(p, n);
 }
 
 hak_api void* hak_reallocarray(void* p, size_t count, size_t size) {
