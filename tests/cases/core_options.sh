@@ -54,7 +54,8 @@ for p in speed balanced lean; do
 done
 
 echo "== one warning line for an unknown name or a malformed value"
-for setting in HAKMEM_FOOBAR=1 HAKMEM_DECOMMIT=banana HAKMEM_PROFILE=fast HAKMEM_STATS=maybe; do
+for setting in HAKMEM_FOOBAR=1 HAKMEM_DECOMMIT=banana HAKMEM_PROFILE=fast HAKMEM_STATS=maybe HAKMEM_DECOMMIT= \
+  HAKMEM_SEG_CACHE=; do
   var=${setting%%=*}
   for prog in $T/test-opts-release preload; do
     if [[ $prog == preload ]]; then
@@ -71,6 +72,21 @@ for setting in HAKMEM_FOOBAR=1 HAKMEM_DECOMMIT=banana HAKMEM_PROFILE=fast HAKMEM
       echo "ok   $setting ($(basename "$prog")): $(cat "$tmp/err")"
     fi
   done
+done
+echo "== an empty value is malformed: one warning line, the default kept"
+for var in HAKMEM_DECOMMIT HAKMEM_PROFILE HAKMEM_STATS HAKMEM_SEG_CACHE HAKMEM_PREWARM HAKMEM_LEARN_FORCE \
+  HAKMEM_STATS_FILE HAKMEM_BIGCACHE_MAX_MB; do
+  opts $T/test-opts-release -- $var || continue
+  want=$(value $var)
+  opts $T/test-opts-release "$var=" -- $var || continue
+  got=$(value $var)
+  if (($(nlines) != 1)) || ! grep -q "^hakmem: warning: .*: $var=\$" "$tmp/err"; then
+    bad "$var= (empty): want one warning line naming it, got: $(cat "$tmp/err")"
+  elif [[ $got != "$want" ]]; then
+    bad "$var= (empty): value $got, want the default $want"
+  else
+    echo "ok   $var= -> $got (default), $(cat "$tmp/err")"
+  fi
 done
 # a malformed profile falls back to the default
 opts $T/test-opts-release HAKMEM_PROFILE=fast -- HAKMEM_PROFILE &&
