@@ -19,7 +19,8 @@ opts() {
   env "${envs[@]}" "$prog" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
   if ((rc != 0)) || ! grep -q '^workload ok$' "$tmp/out"; then
     bad "${envs[*]} $prog: exit status $rc, workload did not finish"
-    sed 's/^/    /' "$tmp/out" "$tmp/err" | head -n 20
+    cat "$tmp/out" "$tmp/err" >"$tmp/both"
+    head -n 20 "$tmp/both" | sed 's/^/    /'
     return 1
   fi
 }
@@ -100,10 +101,10 @@ for prog in $T/test-opts-release preload; do
     opts "$prog" HAKMEM_STATS=1 -- || continue
   fi
   if grep -Eq '^[[:space:]]*os:' "$tmp/err" "$tmp/out"; then
-    echo "ok   HAKMEM_STATS=1 ($(basename "$prog")): $(grep -Eh '^[[:space:]]*os:' "$tmp/err" "$tmp/out" | head -n 1)"
+    echo "ok   HAKMEM_STATS=1 ($(basename "$prog")): $(grep -Eh -m 1 '^[[:space:]]*os:' "$tmp/err" "$tmp/out")"
   else
     bad "HAKMEM_STATS=1 ($prog): no line starting with 'os:' in the output"
-    sed 's/^/    /' "$tmp/err" | head -n 20
+    head -n 20 "$tmp/err" | sed 's/^/    /'
   fi
 done
 opts $T/test-opts-release HAKMEM_STATS=0 -- || true
