@@ -5,6 +5,7 @@
 # 20 KB, strings grown by APPEND (realloc), lists, hashes, INCRBY, and the
 # values read back must be exactly what was written.  The server is shut
 # down cleanly (and killed on any exit); HAKMEM_STATS=1 proves hakmem served it.
+# serial: binds a TCP port on 127.0.0.1 (tests/run.sh -j runs it alone)
 set -euo pipefail
 . tests/cases/rel_lib.sh
 for p in redis-server redis-cli redis-benchmark; do
