@@ -12,17 +12,21 @@
 # printed on failure.
 #
 # -j N runs up to N cases at once (default 1; `make test J=N`, or `make -jN
-# test`).  Each case's lines are printed whole when it ends.  A case whose
-# file has a line "# serial" (or "# serial: why") in its first 15 lines (timing- or RSS-sensitive, binds a
-# port, or installs packages) runs alone, after the others.  With -j 1 every
-# case runs in sorted order.
+# test`).  Each case's lines are printed whole when it ends.  A case with a
+# line "# serial" (or "# serial: why") in the comment block at the top of its
+# file (timing- or RSS-sensitive, binds a port, or installs packages) runs
+# alone, after the others.  With -j 1 every case runs in sorted order.
 #
 # PATTERN selects cases by name (without .sh): a glob when it contains * ? or
 # [, a substring otherwise; several patterns select the union.
 #
-# Environment: TEST_TIMEOUT  seconds per case (default 300)
+# Environment: TEST_TIMEOUT  seconds per case (default 300; 600 with -j N > 1,
+#                           as cases then share the CPUs)
 #              TEST_NOBUILD  1 = do not build first
 #              TEST_TAIL     lines of log shown for a failed case (default 30)
+#              TEST_CASES    folder of the cases (default tests/cases), and
+#              TEST_LOGDIR   of the logs (default build/test-logs): the
+#                            runner's own test (core_runner) uses others
 # The last line of output is always "N passed, M failed, K skipped".
 set -uo pipefail
 
@@ -48,8 +52,9 @@ par=${par:-1}
 set -- "${pats[@]}"
 make_cmd=${MAKE:-make}
 timeout_s=${TEST_TIMEOUT:-300}
+if [[ -z ${TEST_TIMEOUT:-} ]] && ((par > 1)); then timeout_s=600; fi
 tail_n=${TEST_TAIL:-30}
-logdir=build/test-logs
+logdir=${TEST_LOGDIR:-build/test-logs}
 mkdir -p "$logdir"
 
 passed=0 failed=0 skipped=0
@@ -152,10 +157,11 @@ report() {
   esac
 }
 
-is_serial() { awk 'NR <= 15 && /^# serial([: ]|$)/ { f = 1 } END { exit !f }' "$1"; }
+# "# serial" in the comment block that opens the file
+is_serial() { awk 'NR > 1 && !/^#/ { exit } /^# serial([: ]|$)/ { f = 1 } END { exit !f }' "$1"; }
 
 shopt -s nullglob
-cases=(tests/cases/*.sh)
+cases=("${TEST_CASES:-tests/cases}"/*.sh)
 IFS=$'\n' cases=($(printf '%s\n' "${cases[@]}" | LC_ALL=C sort)) || true
 unset IFS
 together=() alone=()

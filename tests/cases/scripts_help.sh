@@ -6,8 +6,6 @@
 set -euo pipefail
 . tests/cases/core_lib.sh
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # A PATH where make and apt-get/dpkg record that they ran and do nothing.
 mkdir "$tmp/bin"
@@ -48,5 +46,5 @@ for s in scripts/sites.sh scripts/soak.sh scripts/setup.sh; do
   fi
 done
 
-((fails == 0)) || die "$fails help checks failed"
+checks_done help
 echo "every script answers --help and -h"

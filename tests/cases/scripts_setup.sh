@@ -9,8 +9,6 @@
 set -euo pipefail
 . tests/cases/core_lib.sh
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 pkgs=$(bash scripts/setup.sh --list | awk '{ print $1 }')
 bench_pkgs=$(bash scripts/setup.sh --bench --list | awk '{ print $1 }')
@@ -92,5 +90,5 @@ setup_run $pkgs
 grep -q 'all packages present' "$tmp/out" || bad "no 'all packages present' line"
 echo "ok   $(head -n 1 "$tmp/out")"
 
-((fails == 0)) || die "$fails setup checks failed"
+checks_done setup
 echo "all setup checks passed"
