@@ -15,8 +15,9 @@
 #   BASELINE=mimalloc the allocator ratios are taken against
 #   BASELINE2=mi241   a second ratio column and summary, when it was measured
 #   OUTDIR=dir        where to write (default results/<date>-<host>[-syscalls])
-#   SETUP=auto        auto: run scripts/setup.sh when a peer is missing and we are
-#                     root; 1: always run it; 0: never
+#   SETUP=auto        auto: run scripts/setup.sh --bench (compiler, python3, git,
+#                     gnuplot, strace, the peers) when a peer is missing and we
+#                     are root; 1: always run it; 0: never
 #   NO_BUILD=1        do not run make (use the existing build/)
 #   RUN_TIMEOUT=600   seconds before a run is killed (counted as failed)
 #   ARGS_<bench>="--opt=v ..."   extra command-line arguments for one benchmark
@@ -85,7 +86,7 @@ missing_peers() {
 absent=$(missing_peers)
 if [[ $SETUP == 1 || ($SETUP == auto && -n $(missing_peers debian) && $(id -u) == 0) ]]; then
   log "running scripts/setup.sh${absent:+ (missing: $absent)}"
-  "$ROOT/scripts/setup.sh" >&2 || log "warning: scripts/setup.sh failed; continuing with what is installed"
+  "$ROOT/scripts/setup.sh" --bench >&2 || log "warning: scripts/setup.sh failed; continuing with what is installed"
   absent=$(missing_peers)
 fi
 if [[ $MODE_ARG == syscalls ]] && ! command -v strace >/dev/null 2>&1; then

@@ -10,11 +10,20 @@
 # Prints a Markdown table: median time, CV, peak RSS, minor faults (in all
 # and by kind of site, measured by bench/sites around each call), and the
 # verdict against the issue's bar (time <= 1.05 x the fastest fixed strategy,
-# peak RSS <= 1.10 x the leanest fixed strategy).
+# peak RSS <= 1.10 x the leanest fixed strategy).  The defaults take about
+# 19 minutes.
+#
+#   scripts/sites.sh          run the experiment
+#   scripts/sites.sh --help   this text
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/lib/common.sh
 . "$ROOT/scripts/lib/common.sh"
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  script_help
+  exit 0
+fi
+[[ $# -eq 0 ]] || die "no arguments expected (settings go in the environment; see --help)"
 RUNS=${RUNS:-5}
 ITERS=${ITERS:-2000}
 CONFIGS=${CONFIGS:-"learn cache release decommit prefault populate default glibc mimalloc jemalloc tcmalloc"}

@@ -174,6 +174,7 @@ void _hak_process_init(void) {
 __attribute__((constructor(101))) static void hak_constructor(void) {
   _hak_process_init();
   _hak_options_init();   /* environ may not have been set at the first malloc */
+  _hak_stats_init();
   if (_hak_tls_heap == &_hak_heap_empty) (void)_hak_thread_init();
 }
 

@@ -411,6 +411,7 @@ size_t _hak_os_peak_rss_bytes(void);
 #include "options.h"
 
 /* stats.c */
+void _hak_stats_init(void);      /* after the options: keeps the report's descriptor */
 void _hak_stats_at_exit(void);
 extern _Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES];
 extern _Atomic(size_t) _hak_stat_slab_pages;

@@ -6,7 +6,7 @@
 
 extern char** environ;
 
-typedef enum { K_BOOL, K_INT, K_SIZE, K_ENUM } opt_kind_t;
+typedef enum { K_BOOL, K_INT, K_SIZE, K_ENUM, K_PATH } opt_kind_t;
 static const char* const profile_names[] = {"speed", "balanced", "lean"};
 static const char* const invalid_names[] = {"abort", "warn", "ignore"};
 static const char* const decommit_names[] = {"off", "free", "dontneed"};
@@ -17,6 +17,7 @@ static const char* const strategy_names[] = {"none", "cache", "release", "decomm
 #define KIND_BOOL K_BOOL, NULL
 #define KIND_INT K_INT, NULL
 #define KIND_SIZE K_SIZE, NULL
+#define KIND_PATH K_PATH, NULL
 #define KIND_ENUM_PROFILE K_ENUM, profile_names
 #define KIND_ENUM_INVALID K_ENUM, invalid_names
 #define KIND_ENUM_DECOMMIT K_ENUM, decommit_names
@@ -45,6 +46,9 @@ long long _hak_options[HAK_OPT_COUNT] = {
 };
 static bool opt_explicit[HAK_OPT_COUNT];
 static _Atomic(int) opt_done;
+/* PATH values, copied out of environ (a later setenv may replace the entry). */
+static char opt_text_pool[4096];
+static const char* opt_text[HAK_OPT_COUNT];
 
 static bool str_ieq(const char* a, const char* b, size_t n) {
   for (size_t i = 0; i < n; i++) {
@@ -117,6 +121,7 @@ static bool parse_value(const opt_desc_t* d, const char* v, long long* out) {
     case K_INT: return parse_number(v, false, out) && *out >= d->min && *out <= d->max;
     case K_SIZE: return parse_number(v, true, out) && *out >= d->min && *out <= d->max;
     case K_ENUM: return parse_enum(v, d->words, (size_t)d->max + 1, out);
+    case K_PATH: *out = 1; return *v != 0;
   }
   return false;
 }
@@ -126,6 +131,20 @@ static void opt_warn(const char* what, const char* entry) {
   int n = _hak_snprintf(buf, sizeof buf, "hakmem: warning: %s: %.200s\n", what, entry);
   if (n > 0) (void)!write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
+
+/* A PATH value is copied into the pool; false when it does not fit. */
+static bool keep_text(int id, const char* v) {
+  static size_t used;
+  if (opt_table[id].kind != K_PATH) return true;
+  size_t n = strlen(v) + 1;
+  if (n > sizeof opt_text_pool - used) return false;
+  memcpy(opt_text_pool + used, v, n);
+  opt_text[id] = opt_text_pool + used;
+  used += n;
+  return true;
+}
+
+const char* _hak_option_text(hak_option_id_t id) { return id < HAK_OPT_COUNT ? opt_text[id] : NULL; }
 
 /* Find "NAME=" in environ; NULL when absent. */
 static const char* env_find(const char* name) {
@@ -141,12 +160,10 @@ void _hak_options_init(void) {
   if (environ == NULL) return;   /* too early: the constructor calls again */
   long long profile = HAK_PROFILE_BALANCED;
   const char* pv = env_find("HAKMEM_PROFILE");
-  if (pv != NULL && *pv == 0) pv = NULL;   /* set but empty: as unset */
-  if (pv != NULL) {
-    if (!parse_enum(pv, profile_names, 3, &profile) && !parse_value(&opt_table[HAK_OPT_PROFILE], pv, &profile)) {
-      opt_warn("malformed value (expected speed|balanced|lean), using balanced", pv - strlen("HAKMEM_PROFILE="));
-      profile = HAK_PROFILE_BALANCED;
-    }
+  if (pv != NULL && !parse_value(&opt_table[HAK_OPT_PROFILE], pv, &profile)) {
+    opt_warn("malformed value (expected speed|balanced|lean), using balanced", pv - strlen("HAKMEM_PROFILE="));
+    profile = HAK_PROFILE_BALANCED;
+    pv = NULL;
   }
   for (int i = 0; i < HAK_OPT_COUNT; i++) _hak_options[i] = opt_table[i].def[profile];
   _hak_options[HAK_OPT_PROFILE] = profile;
@@ -164,9 +181,9 @@ void _hak_options_init(void) {
       opt_warn("unknown variable ignored (see docs/TUNING.md)", entry);
       continue;
     }
-    if (id == HAK_OPT_PROFILE || eq[1] == 0) continue;   /* empty value: as unset */
+    if (id == HAK_OPT_PROFILE) continue;
     long long v;
-    if (parse_value(&opt_table[id], eq + 1, &v)) {
+    if (parse_value(&opt_table[id], eq + 1, &v) && keep_text(id, eq + 1)) {
       _hak_options[id] = v;
       opt_explicit[id] = true;
     } else {
@@ -178,7 +195,8 @@ void _hak_options_init(void) {
 }
 
 static void value_text(int i, long long v, char* buf, size_t n) {
-  if (opt_table[i].kind == K_ENUM && v >= 0 && v <= opt_table[i].max) _hak_snprintf(buf, n, "%s", opt_table[i].words[v]);
+  if (opt_table[i].kind == K_PATH) _hak_snprintf(buf, n, "%s", opt_text[i] ? opt_text[i] : "-");
+  else if (opt_table[i].kind == K_ENUM && v >= 0 && v <= opt_table[i].max) _hak_snprintf(buf, n, "%s", opt_table[i].words[v]);
   else _hak_snprintf(buf, n, "%lld", v);
 }
 

@@ -15,12 +15,15 @@ typedef enum {
 } hak_strategy_t;
 
 /* X(ID, name, kind, speed, balanced, lean, min, max, doc)
- * kind: BOOL, INT, SIZE (K/M/G suffixes), or an enum word list. */
+ * kind: BOOL, INT, SIZE (K/M/G suffixes), an enum word list, or PATH (the
+ * value is 1 when set; the text is kept by _hak_option_text). */
 #define HAK_OPTIONS(X) \
   X(PROFILE,      "HAKMEM_PROFILE",      ENUM_PROFILE, 0, 1, 2, 0, 2, \
     "defaults preset: speed | balanced | lean") \
   X(STATS,        "HAKMEM_STATS",        BOOL, 0, 0, 0, 0, 1, \
     "print the statistics report to stderr at exit") \
+  X(STATS_FILE,   "HAKMEM_STATS_FILE",   PATH, 0, 0, 0, 0, 1, \
+    "with HAKMEM_STATS: append the report to this file instead (%p = pid)") \
   X(VERBOSE,      "HAKMEM_VERBOSE",      BOOL, 0, 0, 0, 0, 1, \
     "print the effective options at start-up") \
   X(INVALID_FREE, "HAKMEM_INVALID_FREE", ENUM_INVALID, 0, 0, 0, 0, 2, \
@@ -71,5 +74,6 @@ extern long long _hak_options[HAK_OPT_COUNT];
 void _hak_options_init(void);     /* idempotent; reads environ */
 void _hak_options_print(void);
 long long _hak_option_by_name(const char* name);
+const char* _hak_option_text(hak_option_id_t id);   /* PATH options: the value, or NULL */
 
 #endif

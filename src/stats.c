@@ -1,8 +1,13 @@
 /* Statistics: per-class malloc counts (kept per heap on the fast path: one
  * add to a line the heap already holds), large-block and segment counters,
  * and the OS module's call and byte counts.  Printed at exit with
- * HAKMEM_STATS=1, on demand with hakmem_stats_print(), and by malloc_stats(). */
+ * HAKMEM_STATS=1, on demand with hakmem_stats_print(), and by malloc_stats().
+ * The exit report goes to a duplicate of stderr taken at start-up (programs
+ * such as ls and sort close fd 2 before exit), or to HAKMEM_STATS_FILE. */
 #include "internal.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 _Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES];
@@ -103,10 +108,80 @@ hak_api void hakmem_stats_print(FILE* out) {
 
 hak_api void hak_malloc_stats(void) { hakmem_stats_print(stderr); }
 
+/* The duplicate of stderr: a high descriptor number, so the program's own
+ * descriptors keep the numbers they would have without hakmem; close-on-exec,
+ * so an exec'd program does not inherit it.  What it refers to is recorded:
+ * a program may close it or dup2 another file onto its number. */
+static int report_fd = -1;
+static dev_t report_dev;
+static ino_t report_ino;
+
+void _hak_stats_init(void) {
+  if (!hak_opt(STATS) || _hak_option_text(HAK_OPT_STATS_FILE) != NULL || report_fd >= 0) return;
+  static const int floor[] = {900, 200, 10};
+  int fd = -1;
+  for (size_t i = 0; i < sizeof floor / sizeof floor[0] && fd < 0; i++) fd = fcntl(2, F_DUPFD_CLOEXEC, floor[i]);
+  struct stat st;
+  if (fd < 0) return;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return;
+  }
+  report_dev = st.st_dev;
+  report_ino = st.st_ino;
+  report_fd = fd;
+}
+
+/* Still our duplicate: open, the same file, and still close-on-exec (dup2
+ * onto the number clears the flag). */
+static bool report_fd_ours(void) {
+  struct stat st;
+  if (report_fd < 0) return false;
+  int fl = fcntl(report_fd, F_GETFD);
+  return fl >= 0 && (fl & FD_CLOEXEC) && fstat(report_fd, &st) == 0 && st.st_dev == report_dev &&
+         st.st_ino == report_ino;
+}
+
+/* HAKMEM_STATS_FILE with "%p" replaced by the pid ("%%" is a '%'); false
+ * when the name does not fit. */
+static bool report_path(const char* pat, char* out, size_t cap) {
+  size_t n = 0;
+  for (const char* s = pat; *s; s++) {
+    char num[24];
+    const char* add = num;
+    if (s[0] == '%' && s[1] == 'p') {
+      _hak_snprintf(num, sizeof num, "%d", (int)getpid());
+      s++;
+    } else if (s[0] == '%' && s[1] == '%') {
+      num[0] = '%', num[1] = 0;
+      s++;
+    } else {
+      num[0] = *s, num[1] = 0;
+    }
+    size_t k = strlen(add);
+    if (n + k >= cap) return false;
+    memcpy(out + n, add, k);
+    n += k;
+  }
+  out[n] = 0;
+  return true;
+}
+
 void _hak_stats_at_exit(void) {
   char buf[8192];
   size_t n = stats_format(buf, sizeof buf);
-  write_all(2, buf, n);
+  const char* pat = _hak_option_text(HAK_OPT_STATS_FILE);
+  if (pat != NULL) {
+    char path[4096];
+    int fd = report_path(pat, path, sizeof path) ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
+    if (fd >= 0) {
+      write_all(fd, buf, n);
+      close(fd);
+      return;
+    }
+    _hak_message("hakmem: warning: cannot open HAKMEM_STATS_FILE=%.200s (errno %d); report on stderr\n", pat, errno);
+  }
+  write_all(report_fd_ours() ? report_fd : 2, buf, n);
 }
 
 hak_api struct mallinfo2 hak_mallinfo2(void) {

@@ -1,6 +1,7 @@
 # tests/tests.mk — included by the top Makefile.
 #   make test-progs   build every test program, in every variant, into build/tests/
-#   make test         build everything and run tests/run.sh (TESTS=pattern filters cases)
+#   make test         build everything and run tests/run.sh (TESTS=pattern filters cases;
+#                     J=N or make -jN runs N cases at once)
 #
 # Variants of one test source (see tests/hak_test.h):
 #   -release  standard names (malloc, ...), libhakmem.a linked whole (overrides malloc)
@@ -72,4 +73,4 @@ HT_PROGS += $(HT_OUT)/test-cxx-so $(HT_OUT)/test-cxx-glibc
 .PHONY: test-progs
 test-progs: $(HT_PROGS)
 
-test: ; +@MAKE="$(MAKE)" tests/run.sh $(TESTS)
+test: ; +@MAKE="$(MAKE)" tests/run.sh $(if $(J),-j $(J)) $(TESTS)

@@ -77,11 +77,13 @@ bench_defaults() {
 # Find a shared library by file name: the loader cache first, then the usual
 # directories.  Prints the path, or fails.
 find_lib() {
-  local name path dir
+  local name path dir cache
+  # captured first: an awk that exits at the first match would end ldconfig with SIGPIPE
+  cache=$(ldconfig -p 2>/dev/null) || true
   for name in "$@"; do
-    path=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n && /x86-64|64bit|aarch64/ { print $NF; exit }')
+    path=$(awk -v n="$name" '$1 == n && /x86-64|64bit|aarch64/ { print $NF; exit }' <<<"$cache")
     if [[ -z $path ]]; then
-      path=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n { print $NF; exit }')
+      path=$(awk -v n="$name" '$1 == n { print $NF; exit }' <<<"$cache")
     fi
     if [[ -n $path && -r $path ]]; then
       echo "$path"

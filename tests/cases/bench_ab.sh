@@ -21,7 +21,8 @@ grep -q '^| A | ' "$TMPD/out" || fail "no medians table (A)"
 grep -q '^| B | ' "$TMPD/out" || fail "no medians table (B)"
 [[ $(grep -c $'^[AB]\t' "$O/ab.tsv") == 10 ]] || fail "expected 10 runs in ab.tsv"
 [[ $(cut -f1 "$O/ab.tsv" | tr -d '\n') == ABABABABAB ]] || fail "runs not interleaved A B A B"
-git -C "$ROOT" worktree list | grep -q hakmem-ab && fail "a temporary worktree was left behind"
+wt=$(git -C "$ROOT" worktree list)
+! grep -q hakmem-ab <<<"$wt" || fail "a temporary worktree was left behind"
 expect_exit 2 "bad revision" env NO_BUILD=1 "$ROOT/scripts/ab.sh" no-such-rev-xyz "$LIB"
 expect_exit 2 "one argument" "$ROOT/scripts/ab.sh" HEAD
 echo "ok"

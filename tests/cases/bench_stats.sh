@@ -50,15 +50,16 @@ results "$TMPD/report" ITERS=1 baseline mimalloc
 "${S[@]}" report "$D" >"$TMPD/report.out" || fail "stats.py report failed"
 [[ -s $D/report.md && -s $D/runs.csv ]] || fail "report.md or runs.csv missing"
 grep -q '^| hakmem | 60.00 | 60.00 | 10.00 | 16.67 % | 0.545 | 2.0 | 100 | 3/4 |$' "$D/report.md" ||
-  fail "random_mixed row of hakmem wrong: $(grep '^| hakmem' "$D/report.md" | head -n 1)"
+  fail "random_mixed row of hakmem wrong: $(grep -m 1 '^| hakmem' "$D/report.md")"
 grep -q '^| mimalloc | 110.00 | 110.00 | 10.00 | 9.09 % | 1.000 | 2.0 | 100 | 3/3 |$' "$D/report.md" ||
   fail "random_mixed row of mimalloc wrong"
 grep -q '^| fragment | RSS after regrowth .* | 1.50 | 1.00 |$' "$D/report.md" || fail "summary ratio of fragment wrong"
 grep -q 'lower is better' "$D/report.md" || fail "no 'lower is better' note"
 grep -q '^| random_mixed | hakmem | 4 | exit-139 |$' "$D/report.md" || fail "failed run not listed"
 eq "runs.csv rows" "$(wc -l <"$D/runs.csv")" 10
-head -n 1 "$D/runs.csv" | grep -q '^bench,alloc,run,status,wall_s,params,primary,better,value,' || fail "runs.csv header"
-head -n 1 "$D/runs.csv" | grep -q 'extra_key' || fail "runs.csv lacks a key of one run"
+hdr=$(head -n 1 "$D/runs.csv")
+grep -q '^bench,alloc,run,status,wall_s,params,primary,better,value,' <<<"$hdr" || fail "runs.csv header"
+grep -q 'extra_key' <<<"$hdr" || fail "runs.csv lacks a key of one run"
 grep -q '^random_mixed,hakmem,2,ok,1.0,ITERS=1,ops_per_sec,higher,60000000,' "$D/runs.csv" || fail "runs.csv row"
 cmp -s "$TMPD/report.out" "$D/report.md" || fail "printed report differs from report.md"
 
@@ -72,11 +73,11 @@ results "$TMPD/report2" THREADS=2 baseline mimalloc baseline2 mi241
 } >"$D/raw.tsv"
 "${S[@]}" report "$D" >/dev/null || fail "stats.py report (churn) failed"
 grep -q '^| churn | elapsed time \[s\] (`elapsed_s`), lower is better | 0.75 | 1.00 | 0.50 |$' "$D/report.md" ||
-  fail "churn summary ratios to mimalloc wrong: $(grep '^| churn |' "$D/report.md" | head -n 1)"
+  fail "churn summary ratios to mimalloc wrong: $(grep -m 1 '^| churn |' "$D/report.md")"
 grep -q '^## Summary: ratio to mi241' "$D/report.md" || fail "no summary against the second baseline"
 grep -q '^| churn | elapsed time .* | 1.50 | 2.00 | 1.00 |$' "$D/report.md" || fail "churn ratios to mi241 wrong"
 grep -q '^| hakmem | 1.500 | 1.500 | 0.000 | 0.00 % | 0.750 | 1.500 | 10.0 | 5 | 1/1 |$' "$D/report.md" ||
-  fail "churn row of hakmem wrong: $(grep '^| hakmem' "$D/report.md" | head -n 1)"
+  fail "churn row of hakmem wrong: $(grep -m 1 '^| hakmem' "$D/report.md")"
 grep -q '^| hakmem | .* | 5.0 |' "$D/report.md" || fail "peak_live_bytes not shown in MB"
 printf 'baseline2\tnone\n' >>"$D/meta.tsv"
 "${S[@]}" report "$D" >/dev/null || fail "stats.py report (churn, no second baseline) failed"

@@ -21,6 +21,11 @@ trap 'exit 130' INT
 
 die() { echo "FAILED: $*" >&2; exit 1; }
 skip() { echo "skip: $*"; exit 77; }
+# bad MESSAGE: a failed check, counted; the case goes on to the next check.
+# checks_done WHAT: at the end, fail the case when any check failed.
+fails=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+checks_done() { ((fails == 0)) || die "$fails $1 checks failed"; }
 
 # need FILE...: the build products a case needs.
 need() {

@@ -49,7 +49,7 @@ names_addr() {  # names_addr LINE ADDR: one of LINE's hex numbers equals ADDR
 report() {  # report LABEL PROBLEM OK-TEXT: one result line; a problem shows stderr and counts
   if [[ -n $2 ]]; then
     echo "FAIL $1: $2"
-    sed 's/^/     stderr: /' "$tmp/err" | head -n 5
+    head -n 5 "$tmp/err" | sed 's/^/     stderr: /'
     fails=$((fails + 1))
   else
     echo "ok   $1: $3"

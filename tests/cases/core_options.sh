@@ -19,7 +19,8 @@ opts() {
   env "${envs[@]}" "$prog" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
   if ((rc != 0)) || ! grep -q '^workload ok$' "$tmp/out"; then
     bad "${envs[*]} $prog: exit status $rc, workload did not finish"
-    sed 's/^/    /' "$tmp/out" "$tmp/err" | head -n 20
+    cat "$tmp/out" "$tmp/err" >"$tmp/both"
+    head -n 20 "$tmp/both" | sed 's/^/    /'
     return 1
   fi
 }
@@ -54,7 +55,8 @@ for p in speed balanced lean; do
 done
 
 echo "== one warning line for an unknown name or a malformed value"
-for setting in HAKMEM_FOOBAR=1 HAKMEM_DECOMMIT=banana HAKMEM_PROFILE=fast HAKMEM_STATS=maybe; do
+for setting in HAKMEM_FOOBAR=1 HAKMEM_DECOMMIT=banana HAKMEM_PROFILE=fast HAKMEM_STATS=maybe HAKMEM_DECOMMIT= \
+  HAKMEM_SEG_CACHE=; do
   var=${setting%%=*}
   for prog in $T/test-opts-release preload; do
     if [[ $prog == preload ]]; then
@@ -72,6 +74,21 @@ for setting in HAKMEM_FOOBAR=1 HAKMEM_DECOMMIT=banana HAKMEM_PROFILE=fast HAKMEM
     fi
   done
 done
+echo "== an empty value is malformed: one warning line, the default kept"
+for var in HAKMEM_DECOMMIT HAKMEM_PROFILE HAKMEM_STATS HAKMEM_SEG_CACHE HAKMEM_PREWARM HAKMEM_LEARN_FORCE \
+  HAKMEM_STATS_FILE HAKMEM_BIGCACHE_MAX_MB; do
+  opts $T/test-opts-release -- $var || continue
+  want=$(value $var)
+  opts $T/test-opts-release "$var=" -- $var || continue
+  got=$(value $var)
+  if (($(nlines) != 1)) || ! grep -q "^hakmem: warning: .*: $var=\$" "$tmp/err"; then
+    bad "$var= (empty): want one warning line naming it, got: $(cat "$tmp/err")"
+  elif [[ $got != "$want" ]]; then
+    bad "$var= (empty): value $got, want the default $want"
+  else
+    echo "ok   $var= -> $got (default), $(cat "$tmp/err")"
+  fi
+done
 # a malformed profile falls back to the default
 opts $T/test-opts-release HAKMEM_PROFILE=fast -- HAKMEM_PROFILE &&
   { [[ $(value HAKMEM_PROFILE) == 1 ]] || bad "HAKMEM_PROFILE=fast: profile $(value HAKMEM_PROFILE), want 1 (default)"; }
@@ -84,10 +101,10 @@ for prog in $T/test-opts-release preload; do
     opts "$prog" HAKMEM_STATS=1 -- || continue
   fi
   if grep -Eq '^[[:space:]]*os:' "$tmp/err" "$tmp/out"; then
-    echo "ok   HAKMEM_STATS=1 ($(basename "$prog")): $(grep -Eh '^[[:space:]]*os:' "$tmp/err" "$tmp/out" | head -n 1)"
+    echo "ok   HAKMEM_STATS=1 ($(basename "$prog")): $(grep -Eh -m 1 '^[[:space:]]*os:' "$tmp/err" "$tmp/out")"
   else
     bad "HAKMEM_STATS=1 ($prog): no line starting with 'os:' in the output"
-    sed 's/^/    /' "$tmp/err" | head -n 20
+    head -n 20 "$tmp/err" | sed 's/^/    /'
   fi
 done
 opts $T/test-opts-release HAKMEM_STATS=0 -- || true

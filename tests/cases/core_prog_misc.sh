@@ -8,7 +8,8 @@ need "$SO"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # input: a tar of the top-level C headers, at most 800 files, padded with
 # generated text to a few MB
-(cd /usr/include 2>/dev/null && ls -1 | grep '\.h$' | LC_ALL=C sort | head -n 800) >"$tmp/list" || true
+(cd /usr/include 2>/dev/null && ls -1 | grep '\.h$' | LC_ALL=C sort) >"$tmp/all" || true
+head -n 800 "$tmp/all" >"$tmp/list"
 tar -C /usr/include -cf "$tmp/in.tar" -T "$tmp/list" 2>/dev/null || tar -cf "$tmp/in.tar" -T /dev/null
 awk 'BEGIN { for (i = 0; i < 40000; i++) printf "%d %x the quick brown fox %d\n", i, i * 2654435761 % 4294967296, i % 977 }' >"$tmp/gen.txt"
 tar -C "$tmp" -rf "$tmp/in.tar" gen.txt

@@ -8,6 +8,7 @@
 # With no segment cache every segment that empties is unmapped at once: a
 # collector that reads a segment after releasing its last slab then faults
 # (a crash CI met once in ~30 runs with the cache on, ~1 in 2 with it off).
+# serial: mapped-bytes and RSS bounds with 64 threads depend on scheduling (tests/run.sh -j runs it alone)
 set -euo pipefail
 . tests/cases/core_lib.sh
 need $T/test-threads-release $T/test-threads-debug

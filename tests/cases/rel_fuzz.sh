@@ -76,9 +76,10 @@ if [[ -n ${FUZZ_KEEP:-} ]]; then
   cp -r "$tmp/corpus" "$tmp/log" "$FUZZ_KEEP/"
   cp "$tmp"/crash-* "$tmp"/timeout-* "$tmp"/oom-* "$tmp"/leak-* "$FUZZ_KEEP/" 2>/dev/null || true
 fi
-bad=$(grep -E 'ERROR: |CHECK FAILED|runtime error|==[0-9]+==' "$tmp/log" | head -n 5 || true)
+bad=$(grep -m 5 -E 'ERROR: |CHECK FAILED|runtime error|==[0-9]+==' "$tmp/log" || true)
 if ((rc != 0)) || [[ -n $bad ]]; then
-  grep -B2 -A25 -E 'CHECK FAILED|ERROR: ' "$tmp/log" | head -n 60 || tail -n 40 "$tmp/log"
+  grep -B2 -A25 -E 'CHECK FAILED|ERROR: ' "$tmp/log" >"$tmp/errs" || tail -n 40 "$tmp/log"
+  head -n 60 "$tmp/errs"
   for a in "$tmp"/crash-* "$tmp"/timeout-* "$tmp"/oom-*; do
     [[ -e $a ]] || continue
     echo "input that failed ($(basename "$a")), base64: $(base64 -w0 "$a")"

@@ -152,8 +152,8 @@ while IFS='|' read -r name kind expect; do
   fi
   if [[ -n $problem ]]; then
     echo "FAIL  $name ($kind): $problem"
-    sed 's/^/      stdout: /' "$tmp/out" | head -n 5
-    sed 's/^/      stderr: /' "$tmp/err" | head -n 5
+    head -n 5 "$tmp/out" | sed 's/^/      stdout: /'
+    head -n 5 "$tmp/err" | sed 's/^/      stderr: /'
     fails=$((fails + 1))
   elif [[ $kind == abort ]]; then
     echo "ok    $name: $line"

@@ -18,7 +18,8 @@ for ((i = 0; i < 1500; i++)); do
   /bin/true && n=$((n + 1))
   s=$((s + x))
   if ((i % 100 == 0)); then
-    y=$(printf "%s\n" $i a b c | sort | head -n 1)
+    y=$(printf "%s\n" $i a b c | sort)
+    y=${y%%$'\n'*}
     [[ $y == "$i" ]] || echo "bad pipeline output: $y"
   fi
 done

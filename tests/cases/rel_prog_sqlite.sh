@@ -51,7 +51,8 @@ run_sqlite "$tmp/out" LD_PRELOAD="$SO" HAKMEM_STATS=1
 t2=$(date +%s.%N)
 grep -q '^hakmem: stats' "$tmp/out.err" || die "no hakmem statistics report: was hakmem preloaded? $(head -n 3 "$tmp/out.err")"
 if ! cmp -s "$tmp/ref" "$tmp/out"; then
-  diff "$tmp/ref" "$tmp/out" | head -n 20
+  diff "$tmp/ref" "$tmp/out" >"$tmp/diff" || true
+  head -n 20 "$tmp/diff"
   die "sqlite3 output differs under hakmem"
 fi
 grep -qx ok "$tmp/out" || die "integrity_check did not say ok"

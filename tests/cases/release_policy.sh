@@ -5,6 +5,7 @@
 # faults, growing past it; what kept buffers pin stays within the budget),
 # RSS returning after a 1 GiB live set (lean within 1 s; malloc_trim in every
 # profile), OS calls in steady state, THP modes, profile defaults/overrides.
+# serial: RSS must fall within 1 s; OS-call counts (tests/run.sh -j runs it alone)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s all >/dev/null

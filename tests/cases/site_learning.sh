@@ -4,6 +4,7 @@
 # strategy, learned hints (long-lived blocks keep no idle pages, growing
 # blocks start in a block covering their final size), learning off = the
 # profile's behaviour, and no data race (TSan).
+# serial: learning weighs measured times (tests/run.sh -j runs it alone)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s all tsan >/dev/null
