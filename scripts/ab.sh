@@ -23,7 +23,7 @@
 #                    mad (1.4826 x median absolute deviation: a stddev that one
 #                    outlier run does not dominate), stddev, or ci95 (2 standard
 #                    errors of their mean)
-#   OUTDIR=dir       default results/<date>-<host>-ab
+#   OUTDIR=dir       default results/<date>-<time>-<host>-ab
 #   RUN_TIMEOUT=600  seconds per run
 #   HAKMEM_*         forwarded to both sides
 # Verdict: WITHIN NOISE when the spread is larger than |delta|, else GO /

@@ -14,7 +14,7 @@
 #   PRESET=standard   parameter set: standard (the prototype's) or tiny (smoke test)
 #   BASELINE=mimalloc the allocator ratios are taken against
 #   BASELINE2=mi241   a second ratio column and summary, when it was measured
-#   OUTDIR=dir        where to write (default results/<date>-<host>[-syscalls])
+#   OUTDIR=dir        where to write (default results/<date>-<time>-<host>[-syscalls])
 #   SETUP=auto        auto: run scripts/setup.sh --bench (compiler, python3, git,
 #                     gnuplot, strace, the peers) when a peer is missing and we
 #                     are root; 1: always run it; 0: never

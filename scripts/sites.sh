@@ -6,7 +6,7 @@
 #
 # Environment: RUNS=5, ITERS (bench/sites iterations, default 2000),
 #   CONFIGS="learn cache release decommit prefault default glibc mimalloc jemalloc tcmalloc",
-#   HAKMEM_PROFILE and other HAKMEM_* are forwarded, OUTDIR (default results/<date>-<host>-sites).
+#   HAKMEM_PROFILE and other HAKMEM_* are forwarded, OUTDIR (default results/<date>-<time>-<host>-sites).
 # Prints a Markdown table: median time, CV, peak RSS, minor faults (in all
 # and by kind of site, measured by bench/sites around each call), and the
 # verdict against the bar (time <= 1.05 x the fastest fixed strategy,

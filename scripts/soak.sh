@@ -7,7 +7,7 @@
 #   STEP_ITERS=20M     operations per step (one sample per step)
 #   WS=400 MIN=16 MAX=1024 SEED=42   workload (as random_mixed)
 #   ALLOC=hakmem       hakmem | glibc | mimalloc | jemalloc | tcmalloc (or LIB_<name>=path)
-#   OUTDIR=dir         default results/<date>-<host>-soak-<alloc>
+#   OUTDIR=dir         default results/<date>-<time>-<host>-soak-<alloc>
 #   NO_BUILD=1         do not run make
 #   HAKMEM_*           forwarded
 # Writes soak.csv (step,t_s,ops,ops_per_sec,rss_kb,cpu_ops_per_sec), summary.md, soak.png and

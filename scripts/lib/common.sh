@@ -256,7 +256,7 @@ human() {
 
 host_name() { hostname -s 2>/dev/null || uname -n; }
 
-# results/<date>-<host>[-suffix], or OUTDIR when set.
+# results/<date>-<time>-<host>[-suffix], or OUTDIR when set.
 result_dir() {
   local suffix=${1:-}
   if [[ -n ${OUTDIR:-} ]]; then
