@@ -78,11 +78,13 @@ static void seglist_push(hak_segment_t** head, hak_segment_t* g) {
 /* A slab whose remote list slab_collect left because its notifier is not
  * done (the bit it set may be taken already): set its bit again and raise
  * the hint, so that the collector looks again. */
-static void slab_look_again(hak_slab_t* s, hak_heap_t* owner /* NULL: abandoned */) {
-  if (!(hak_load_relaxed(&s->xthread_free) & HAK_XF_NOTIFYING)) return;
+static void slab_rearm(hak_slab_t* s, hak_heap_t* owner /* NULL: abandoned */) {
   atomic_fetch_or_explicit(&slab_segment(s)->xremote, (uint64_t)1 << slab_index(s), memory_order_relaxed);
   if (owner != NULL) hak_store_relaxed(&owner->xremote_hint, 1);
   else hak_store_relaxed(&_hak_abandoned_hint, 1);
+}
+static void slab_look_again(hak_slab_t* s, hak_heap_t* owner /* NULL: abandoned */) {
+  if (hak_load_relaxed(&s->xthread_free) & HAK_XF_NOTIFYING) slab_rearm(s, owner);
 }
 
 /* Move the remote frees into the owner's list; false when there were none,
@@ -177,13 +179,16 @@ static void slab_unfull(hak_heap_t* h, hak_slab_t* s) {
 }
 /* Pairs with the remote side (push, then read xowner): either the remote
  * free sees FULL and raises the hint, or we see its block here. */
-static void slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
-  avail_remove(h, s);
+static void slab_to_full(hak_heap_t* h, hak_slab_t* s) {   /* s on no list */
   slab_set_full(h, s);
   /* a tagged list stays full: its notifier raises the hint (unfulling it
    * would make the refill loop spin on it until the tag clears) */
   uintptr_t v = atomic_load_explicit(&s->xthread_free, memory_order_seq_cst);
   if (v != 0 && !(v & HAK_XF_NOTIFYING)) slab_unfull(h, s);
+}
+static void slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
+  avail_remove(h, s);
+  slab_to_full(h, s);
 }
 
 static void slab_release(hak_heap_t* h, hak_slab_t* s);
@@ -823,8 +828,7 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
     if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) {
       avail_push(h, s);
     } else {
-      slab_set_full(h, s);
-      if (atomic_load_explicit(&s->xthread_free, memory_order_seq_cst) != 0) slab_unfull(h, s);
+      slab_to_full(h, s);
     }
   }
   if (--seg->used_pages == 0) {
@@ -876,7 +880,6 @@ void _hak_heaps_fork_child(hak_heap_t* self) {
         uintptr_t v = hak_load_relaxed(&s->xthread_free);
         if (!(v & HAK_XF_NOTIFYING)) continue;   /* read only: no copy-on-write fault */
         hak_store_relaxed(&s->xthread_free, v & ~HAK_XF_NOTIFYING);
-        atomic_fetch_or_explicit(&seg->xremote, (uint64_t)1 << idx, memory_order_relaxed);
-        hak_store_relaxed(&self->xremote_hint, 1);
+        slab_rearm(s, self);
       }
 }
