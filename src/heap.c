@@ -345,6 +345,14 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg);
  * new segment. */
 typedef enum { PAGES_RESIDENT, PAGES_ANY, PAGES_NEW } pages_from_t;
 
+/* Bytes of segments the heap holds (a walk: only when it takes a new one). */
+static size_t heap_seg_bytes(const hak_heap_t* h) {
+  size_t n = 0;
+  for (const hak_segment_t* s = h->segs; s != NULL; s = s->next) n++;
+  for (const hak_segment_t* s = h->segs_full; s != NULL; s = s->next) n++;
+  return n * HAK_SEG_SIZE;
+}
+
 static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   unsigned npages = _hak_class_pages[cls];
   hak_segment_t* seg;
@@ -355,7 +363,7 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   }
   if (seg == NULL) {
     if (from != PAGES_NEW) return NULL;
-    seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL);
+    seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, heap_seg_bytes(h));
     if (seg == NULL) return NULL;
     seg->heap = h;
     seglist_push(&h->segs, seg);

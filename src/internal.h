@@ -183,7 +183,8 @@ typedef struct hak_segment_s {
   uint8_t pieced;                    /* two mappings moved together: mremap cannot grow it */
   size_t pinned;                     /* resident bytes beyond its need, taken from the BigCache (see take_cover) */
   uint32_t ring_site;                /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
-  uint8_t _p8[2];
+  uint8_t thp;                       /* small: halves advised MADV_HUGEPAGE (bits 0-1); thp.c */
+  uint8_t _p8[1];
   uint64_t site_clock;               /* site clock at allocation */
   /* small segments: slabs (bit = index of the head page) that got their
    * first remote free since their owner last collected them; set by the
@@ -291,7 +292,8 @@ extern _Atomic(uint64_t) _hak_stat_reclaimed_slabs, _hak_stat_reclaimed_pages, _
 void  _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg);
 
 /* segment.c */
-hak_segment_t* _hak_segment_alloc(size_t map_size, size_t align_off_min, hak_seg_kind_t kind);
+/* thp_hint: small, the bytes of segments the heap holds; large, the block size (thp.c) */
+hak_segment_t* _hak_segment_alloc(size_t map_size, size_t align_off_min, hak_seg_kind_t kind, size_t thp_hint);
 void  _hak_segment_free(hak_segment_t* seg);
 void  _hak_segment_unmap(hak_segment_t* seg);
 /* Slab pages of a fresh small segment: all but page 0 (the header) and, in
@@ -310,7 +312,7 @@ void  _hak_segments_prewarm(size_t bytes);
 void  _hak_segments_fork_prepare(void);
 void  _hak_segments_fork_parent(void);
 void  _hak_segments_fork_child(void);
-extern _Atomic(size_t) _hak_seg_count, _hak_seg_cached, _hak_seg_abandoned;
+extern _Atomic(size_t) _hak_seg_count, _hak_seg_small, _hak_seg_cached, _hak_seg_abandoned;
 
 /* large.c */
 void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site);
@@ -402,6 +404,9 @@ extern __thread bool _hak_os_reserve;   /* next mappings count against overcommi
 void* _hak_os_map_aligned(size_t size, size_t align, void* hint);
 bool  _hak_os_unmap(void* p, size_t size);
 bool  _hak_os_advise(void* p, size_t size, int advice);
+/* thp.c */
+void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint);
+void _hak_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n);
 void* _hak_os_remap(void* old, size_t old_size, size_t new_size, int flags, void* new_addr);
 bool  _hak_os_protect(void* p, size_t size, int prot);
 size_t _hak_os_rss_bytes(void);

@@ -99,15 +99,6 @@ static void huge_remove(uintptr_t p) {
 }
 
 /* ---------------------------------------------------------------- alloc / free */
-static void large_thp(hak_segment_t* seg) {
-  if (seg->map_size < ((size_t)2 << 20)) return;
-  long long thp = hak_opt(THP);
-#ifdef MADV_HUGEPAGE
-  if (thp == HAK_THP_ALWAYS) _hak_os_advise(seg, seg->map_size, MADV_HUGEPAGE);
-  else if (thp == HAK_THP_NEVER) _hak_os_advise(seg, seg->map_size, MADV_NOHUGEPAGE);
-#endif
-}
-
 /* Call-site tracking is on with learning, a forced strategy, or statistics. */
 static bool sites_on(void) { return hak_opt(LEARN) || hak_opt(LEARN_FORCE) || hak_opt(STATS); }
 
@@ -200,13 +191,13 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   if (seg == NULL) {
     size_t map = off == HAK_LARGE_HDR ? _hak_bigcache_map_size(need) : need;
     _hak_os_reserve = true;   /* user-sized: subject to the overcommit policy */
-    seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE);
-    if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE);
+    seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE, size);
+    if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, size);
     if (seg == NULL) {
       /* out of address space or memory: give back what is cached and retry once */
       _hak_bigcache_expire(0);
       _hak_batch_flush();
-      seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE);
+      seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, size);
       if (seg == NULL) {
         _hak_os_reserve = false;
         errno = ENOMEM;
@@ -218,7 +209,6 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     seg->huge_aligned = 0;
     seg->pieced = 0;
     seg->large_peak = 0;
-    large_thp(seg);
   }
   seg->large_off = off;
   seg->guard_off = 0;

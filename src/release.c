@@ -123,6 +123,7 @@ static void decommit_pages(hak_segment_t* seg, uint64_t pages) {
     unsigned lo = (unsigned)__builtin_ctzll(left);
     uint64_t run = left >> lo;
     unsigned len = run == ~(uint64_t)0 ? 64 - lo : (unsigned)__builtin_ctzll(~run);
+    if (seg->thp & 3) _hak_thp_demote(seg, lo, len);
     _hak_decommit((uint8_t*)seg + ((size_t)lo << HAK_PAGE_SHIFT), (size_t)len << HAK_PAGE_SHIFT);
     uint64_t runmask = len >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << len) - 1);
     left &= ~(runmask << lo);

@@ -7,7 +7,7 @@
 #include <errno.h>
 
 _Atomic(uint8_t) _hak_segmap[HAK_SEGMAP_SIZE];
-_Atomic(size_t) _hak_seg_count, _hak_seg_cached, _hak_seg_abandoned;
+_Atomic(size_t) _hak_seg_count, _hak_seg_small, _hak_seg_cached, _hak_seg_abandoned;
 
 static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;   /* cache + abandoned */
 static hak_segment_t* seg_cache;
@@ -37,7 +37,7 @@ static hak_segment_t* seg_map_new(size_t map_size) {
   return seg;
 }
 
-hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kind_t kind) {
+hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kind_t kind, size_t thp_hint) {
   hak_segment_t* seg = NULL;
   if (kind == HAK_SEG_SMALL && hak_load_relaxed(&_hak_seg_cached) > 0) {
     pthread_mutex_lock(&seg_lock);
@@ -51,6 +51,8 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
   if (seg == NULL) {
     seg = seg_map_new(map_size);
     if (seg == NULL) return NULL;
+    _hak_thp_fresh(seg, map_size, kind, large_off, thp_hint);
+    if (kind == HAK_SEG_SMALL) atomic_fetch_add_explicit(&_hak_seg_small, 1, memory_order_relaxed);
     if (HAK_SECURE && kind == HAK_SEG_SMALL) _hak_secure_segment_guards(seg);
     _hak_segmap_set(seg, true);
   }
@@ -76,6 +78,7 @@ void _hak_segment_unmap(hak_segment_t* seg) {
                               memory_order_relaxed);
   _hak_segmap_set(seg, false);
   atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
+  if (seg->kind == HAK_SEG_SMALL) atomic_fetch_sub_explicit(&_hak_seg_small, 1, memory_order_relaxed);
   _hak_os_unmap(seg, seg->map_size);
 }
 
@@ -129,6 +132,7 @@ void _hak_segments_prewarm(size_t bytes) {
     hak_segment_t* seg = seg_map_new(HAK_SEG_SIZE);
     if (seg == NULL) return;
     _hak_segmap_set(seg, true);
+    atomic_fetch_add_explicit(&_hak_seg_small, 1, memory_order_relaxed);
     for (size_t off = HAK_PAGE_SIZE; off < HAK_SEG_SIZE - (HAK_SECURE ? HAK_PAGE_SIZE : 0); off += HAK_OS_PAGE) ((volatile uint8_t*)seg)[off] = 0;
     seg->kind = HAK_SEG_SMALL;
     seg->map_size = HAK_SEG_SIZE;

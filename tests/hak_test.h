@@ -290,4 +290,15 @@ static inline void* ht_opaque_ptr(void* p) {
 #define HT_KiB ((size_t)1024)
 #define HT_MiB ((size_t)1024 * 1024)
 
+/* Resident set of this process, in KiB (/proc/self/statm). */
+static inline size_t __attribute__((unused)) ht_rss_kb(void) {
+  FILE* f = fopen("/proc/self/statm", "r");
+  long a = 0, b = 0;
+  if (f) {
+    if (fscanf(f, "%ld %ld", &a, &b) != 2) b = 0;
+    fclose(f);
+  }
+  return (size_t)b * (size_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
 #endif /* HAK_TEST_H */

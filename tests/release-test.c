@@ -17,15 +17,6 @@
 #include "hak_test.h"   /* CHECKF, ht_failures; standard names (hakmem is malloc) */
 
 
-static size_t rss_kb(void) {
-  FILE* f = fopen("/proc/self/statm", "r");
-  long a = 0, b = 0;
-  if (f) {
-    if (fscanf(f, "%ld %ld", &a, &b) != 2) b = 0;
-    fclose(f);
-  }
-  return (size_t)b * (size_t)sysconf(_SC_PAGESIZE) / 1024;
-}
 static long minflt(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -95,12 +86,12 @@ static void t_bigcache_bound(void) {
  * its pages read back zero when the mapping is reused, and RSS falls */
 static void t_batch_dontneed(void) {
   size_t n = 8u << 20;
-  size_t before = rss_kb();
+  size_t before = ht_rss_kb();
   unsigned char* p = malloc(n);
   memset(p, 0xAB, n);
-  size_t during = rss_kb();
+  size_t during = ht_rss_kb();
   free(p);
-  size_t after = rss_kb();
+  size_t after = ht_rss_kb();
   CHECKF(during > before + 7 * 1024, "rss did not grow (%zu -> %zu)", before, during);
   CHECKF(after + 7 * 1024 < during, "rss did not fall (%zu -> %zu)", during, after);
   unsigned char* q = malloc(n);
@@ -259,7 +250,7 @@ static void t_cross_calloc(void) {
  * (cached), then a 300 KiB buffer grown to 900 KiB and kept.  Unbounded,
  * each kept buffer would hold a 40 MiB block: 320 MiB after malloc_trim. */
 static void t_cross_pin(void) {
-  size_t start = rss_kb();
+  size_t start = ht_rss_kb();
   unsigned char* keep[8];
   for (int r = 0; r < 8; r++) {
     unsigned char* big = malloc(40u << 20);
@@ -278,7 +269,7 @@ static void t_cross_pin(void) {
     keep[r] = p;
   }
   malloc_trim(0);
-  size_t now = rss_kb();
+  size_t now = ht_rss_kb();
   printf("cross_pin: RSS %zu KiB at start, %zu KiB with 8 kept buffers after malloc_trim\n", start, now);
   /* bound: the 64 MiB budget plus the buffers (8 x ~1 MiB) and 8 MiB slack */
   CHECKF(now < start + (64u << 10) + (16u << 10), "RSS %zu KiB: kept buffers pin cached blocks beyond the budget", now);
@@ -292,7 +283,7 @@ static void t_cross_pin(void) {
  * mode "wait": RSS back within 10 % + 8 MiB within one second (lean);
  * mode "trim": the same immediately after malloc_trim(0) (every profile) */
 static void t_rss_return(int trim) {
-  size_t start = rss_kb();
+  size_t start = ht_rss_kb();
   size_t nsmall = 600000, nlarge = 300;
   void** small = malloc(nsmall * sizeof *small);
   void** large = malloc(nlarge * sizeof *large);
@@ -308,22 +299,22 @@ static void t_rss_return(int trim) {
     large[i] = malloc(n);
     touch(large[i], n);
   }
-  size_t peak = rss_kb();
+  size_t peak = ht_rss_kb();
   CHECKF(peak > start + 900 * 1024, "live set too small: %zu KiB", peak - start);
   for (size_t i = 0; i < nsmall; i++) free(small[(i * 7919) % nsmall]);   /* scattered */
   for (size_t i = 0; i < nlarge; i++) free(large[i]);
   free(small);
   free(large);
   size_t bound = start + start / 10 + 8 * 1024;
-  size_t now = rss_kb();
+  size_t now = ht_rss_kb();
   if (trim) {
     malloc_trim(0);
-    now = rss_kb();
+    now = ht_rss_kb();
   } else {
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-      now = rss_kb();
+      now = ht_rss_kb();
       clock_gettime(CLOCK_MONOTONIC, &t);
       double el = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
       if (now <= bound || el > 1.0) break;

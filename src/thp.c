@@ -1,0 +1,123 @@
+/* Transparent huge pages: where hakmem asks the kernel for 2 MiB pages.
+ *
+ * Why: on a virtual machine a TLB miss walks two page tables, and a heap of
+ * tens of megabytes in 4 KiB pages misses the TLB on most first touches of a
+ * block: advised everywhere, huge pages cut hakmem's user time on the churn
+ * benchmarks by half and more, and its page faults by 5-8x (mimalloc 2.4.1
+ * advises its whole arena; docs/BENCHMARKS.md, "Huge pages").  What they
+ * cost is memory: the first touch of a 2 MiB range commits all of it, and
+ * khugepaged (max_ptes_none 511 by default) collapses a range back into a
+ * huge page as long as one 4 KiB page of it is present, undoing decommits.
+ *
+ * So, with HAKMEM_THP=auto (the default):
+ * - a new small segment is advised MADV_HUGEPAGE, before anything touches
+ *   it, when it will likely be filled (thp_big: the heap taking it is big,
+ *   or the process's slabs are big and dense); a small heap (a thread that
+ *   allocates a little, the start of a process) keeps 4 KiB pages, so a
+ *   thousand small threads do not each commit 2 MiB;
+ * - the first decommit in an advised half of a segment advises that half
+ *   MADV_NOHUGEPAGE (segment->thp keeps which halves are advised): memory
+ *   the release policy gave back stays given back, khugepaged leaves it;
+ * - a large block that covers a whole 2 MiB range is advised (its mapping,
+ *   see _hak_thp_fresh);
+ * - on a system whose THP mode is "always" (the kernel would back every
+ *   aligned 2 MiB of a segment with a huge page) the segments of small heaps
+ *   are advised MADV_NOHUGEPAGE instead.
+ * HAKMEM_THP=never advises every new segment MADV_NOHUGEPAGE (when the
+ * system mode would otherwise give huge pages); =always advises every new
+ * segment and large mapping MADV_HUGEPAGE and never demotes.
+ *
+ * Every call here is on a slow path: a new mapping, a decommit.  The
+ * decision is taken once per mapping: a segment keeps its advice in the
+ * cache and when another heap adopts it.  (Collapsing a segment half once
+ * slabs filled it, MADV_COLLAPSE, was tried: it added RSS on churn and
+ * churn_small and no clear speed.) */
+#include "internal.h"
+#include <fcntl.h>
+#include <unistd.h>
+
+enum { THP_HALF = HAK_SEG_SIZE / 2, THP_PAGE = 2u << 20 };
+
+static int thp_sys_always = -1;   /* the kernel's mode is "always": 1, else 0; -1 before it is read */
+
+/* Read /sys/kernel/mm/transparent_hugepage/enabled once (open/read: no
+ * allocation).  Unreadable: assume "madvise", where advice is what counts. */
+static bool thp_system_always(void) {
+  int v = __atomic_load_n(&thp_sys_always, __ATOMIC_RELAXED);
+  if (v >= 0) return v;
+  v = 0;
+  int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char buf[64];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n > 0) {
+      buf[n] = 0;
+      v = strstr(buf, "[always]") != NULL;
+    }
+  }
+  __atomic_store_n(&thp_sys_always, v, __ATOMIC_RELAXED);
+  return v;
+}
+
+static void thp_advise(void* p, size_t size, bool huge) {
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  _hak_os_advise(p, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+#else
+  (void)p, (void)size, (void)huge;
+#endif
+}
+
+/* Will a new small segment be filled?  Yes when the heap taking it already
+ * holds HAKMEM_THP_HEAP_MB of segments, or when the process's slabs use that
+ * much and fill at least half of its small segments (threads come and go and
+ * hand their segments on: each heap is small, the memory is dense).  No for
+ * a process of many threads that each allocate a little: 200 threads of
+ * 100 KiB take 24 MB in 4 KiB pages and 415 MB when every segment starts
+ * with a huge page (mimalloc 2.4.1: 417 MB). */
+static bool thp_big(size_t heap_bytes) {
+  size_t min = (size_t)hak_opt(THP_HEAP_MB) << 20;
+  if (heap_bytes >= min) return true;
+  size_t used = hak_load_relaxed(&_hak_stat_slab_pages) * HAK_PAGE_SIZE;
+  return used >= min && used >= hak_load_relaxed(&_hak_seg_small) * (HAK_SEG_SIZE / 2);
+}
+
+/* A fresh mapping, before anything touches it (a touch would map the 2 MiB
+ * range around it in 4 KiB pages for good).  Small segment: `hint` is the
+ * bytes of segments the taking heap already holds; large: the block is
+ * [seg + off, seg + off + hint). */
+void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint) {
+  long long mode = hak_opt(THP);
+  uint8_t halves = 0;
+  if (mode == HAK_THP_ALWAYS) {
+    thp_advise(seg, map_size, true);   /* nothing to demote: the user asked */
+  } else if (mode == HAK_THP_NEVER) {
+    if (thp_system_always()) thp_advise(seg, map_size, false);
+  } else if (kind == HAK_SEG_LARGE) {
+    /* A block that covers a whole 2 MiB range (header page included).  The
+     * whole mapping is advised: advice on part of it would split it into two
+     * kernel mappings, and mremap (realloc growth) cannot move or grow a
+     * range that spans two.  So the block's last 2 MiB range is a huge page
+     * too, once touched: less than 2 MiB beyond the block's end. */
+    if (off + hint >= THP_PAGE) thp_advise(seg, map_size, true);
+  } else if (thp_big(hint)) {
+    thp_advise(seg, map_size, true);
+    halves = 3;
+  } else if (thp_system_always()) {
+    thp_advise(seg, map_size, false);
+  }
+  seg->thp = halves;
+}
+
+/* Pages [lo, lo + n) of a small segment are about to be decommitted: an
+ * advised half they touch is advised no more, so khugepaged does not fill
+ * the decommitted pages back in. */
+void _hak_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n) {
+  for (unsigned half = 0; half < 2; half++) {
+    unsigned first = half * 32, last = first + 32;
+    if ((seg->thp & (1u << half)) && lo < last && lo + n > first) {
+      thp_advise((uint8_t*)seg + (size_t)half * THP_HALF, THP_HALF, false);
+      seg->thp &= (uint8_t) ~(1u << half);
+    }
+  }
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Huge pages (src/thp.c): a big heap's segments are advised MADV_HUGEPAGE
+# (auto, always) or not (never); 100 small threads get none and their RSS
+# stays small; after free + malloc_trim nothing advised stays resident; a
+# large block covering 2 MiB is advised and grows by realloc.  The advice is
+# read back from /proc/self/smaps (deterministic); AnonHugePages only printed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+make -s all >/dev/null
+mkdir -p build/tests
+cc -O2 -fno-builtin -std=gnu11 -Iinclude -Itests tests/thp-test.c build/libhakmem.a -pthread -o build/tests/thp-test
+T=build/tests/thp-test
+run() { echo "+ $*"; env -u HAKMEM_PROFILE -u HAKMEM_THP "$@"; }
+for m in auto always never; do
+  run HAKMEM_THP=$m $T big
+  run HAKMEM_THP=$m $T large
+done
+run $T threads
+run HAKMEM_DECOMMIT_DELAY_MS=0 $T demote
+run $T demote
