@@ -23,6 +23,7 @@ static uint8_t bc_count[BC_CLASSES];
 static uint64_t bc_nonempty;                      /* bit c: bc_count[c] > 0 */
 _Static_assert(BC_CLASSES <= 64, "class mask");
 static _Atomic(size_t) bc_bytes;
+static _Atomic(size_t) bc_mapped;   /* address space of the cached blocks (statistics) */
 static _Atomic(uint64_t) bc_hits, bc_misses, bc_evictions;
 static size_t bc_total_entries;
 
@@ -74,6 +75,7 @@ static hak_segment_t* bc_remove_locked(size_t c, size_t i) {
   if (--bc_count[c] == 0) bc_nonempty &= ~((uint64_t)1 << c);
   bc_total_entries--;
   atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
+  atomic_fetch_sub_explicit(&bc_mapped, seg->map_size, memory_order_relaxed);
   return seg;
 }
 
@@ -220,6 +222,7 @@ bool _hak_bigcache_put(hak_segment_t* seg) {
     bc_nonempty |= (uint64_t)1 << k;
     bc_total_entries++;
     atomic_fetch_add_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
+    atomic_fetch_add_explicit(&bc_mapped, seg->map_size, memory_order_relaxed);
   }
   pthread_mutex_unlock(&bc_lock);
   if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
@@ -245,7 +248,8 @@ void _hak_bigcache_expire(uint64_t max_age_ms) {
   }
 }
 
-void _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, size_t* bytes) {
+void _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, size_t* bytes, size_t* mapped) {
+  *mapped = hak_load_relaxed(&bc_mapped);
   *hits = hak_load_relaxed(&bc_hits);
   *misses = hak_load_relaxed(&bc_misses);
   *evictions = hak_load_relaxed(&bc_evictions);

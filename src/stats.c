@@ -53,14 +53,14 @@ static size_t stats_format(char* buf, size_t cap) {
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_bytes),
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_peak_bytes));
   uint64_t bh, bm, be, rc, rb, ru;
-  size_t bb;
-  _hak_bigcache_stats(&bh, &bm, &be, &bb);
-  _hak_release_stats(&rc, &rb, &ru);
-  sb_add(&sb, "bigcache: hits=%llu misses=%llu evictions=%llu bytes=%zu\n", (unsigned long long)bh,
-         (unsigned long long)bm, (unsigned long long)be, bb);
-  sb_add(&sb, "release: decommits=%llu decommit_bytes=%llu retained_empty=%zu unmapped_large=%llu\n",
+  size_t bb, bmap, parked, pmap;
+  _hak_bigcache_stats(&bh, &bm, &be, &bb, &bmap);
+  _hak_release_stats(&rc, &rb, &ru, &parked, &pmap);
+  sb_add(&sb, "bigcache: hits=%llu misses=%llu evictions=%llu bytes=%zu mapped=%zu\n", (unsigned long long)bh,
+         (unsigned long long)bm, (unsigned long long)be, bb, bmap);
+  sb_add(&sb, "release: decommits=%llu decommit_bytes=%llu retained_empty=%zu unmapped_large=%llu parked=%zu parked_mapped=%zu\n",
          (unsigned long long)rc, (unsigned long long)rb, hak_load_relaxed(&_hak_retained_bytes),
-         (unsigned long long)ru);
+         (unsigned long long)ru, parked, pmap);
   if (_hak_sites_used() > 0 && sb.len + 2048 < sb.cap) sb.len += _hak_sites_report(sb.buf + sb.len, sb.cap - sb.len, 8);
   sb_add(&sb, "segments: live=%zu cached=%zu abandoned=%zu (%zu slab pages)\n", hak_load_relaxed(&_hak_seg_count),
          hak_load_relaxed(&_hak_seg_cached), hak_load_relaxed(&_hak_seg_abandoned),
