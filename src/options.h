@@ -44,7 +44,7 @@ typedef enum {
     "a cached large block older than this is released (0 = no age limit)") \
   X(THP,          "HAKMEM_THP",          ENUM_THP, 1, 1, 0, 0, 2, \
     "transparent huge pages: never | auto (big heaps, whole 2 MiB of large blocks) | always") \
-  X(THP_HEAP_MB,  "HAKMEM_THP_HEAP_MB",  INT, 8, 8, 8, 0, 1048576, \
+  X(THP_HEAP_MB,  "HAKMEM_THP_HEAP_MB",  INT, 32, 32, 32, 0, 1048576, \
     "auto: a heap's new segments get huge pages once it holds this many MiB of segments") \
   X(LEARN,        "HAKMEM_LEARN",        BOOL, 0, 0, 0, 0, 1, \
     "learn per call site what to do with freed large blocks") \
