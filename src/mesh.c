@@ -76,8 +76,11 @@ static uint32_t bits_count(const uint64_t* m, size_t words) {
  * child the barrier's owner does not exist: the first fault (glibc writes to
  * its FILE locks before the atfork child handlers run) privatises at once. */
 static struct sigaction old_segv;
-static pid_t fork_pid;             /* the parent's pid while a fork barrier is up */
+static _Atomic(pid_t) fork_pid;    /* the parent's pid while a fork barrier is up */
 static void fork_privatize(void);
+
+static __thread uintptr_t segv_addr __attribute__((tls_model("initial-exec")));
+static __thread unsigned segv_tries __attribute__((tls_model("initial-exec")));
 
 static void mesh_segv(int sig, siginfo_t* si, void* ctx) {
   void* a = si->si_addr;
@@ -86,13 +89,26 @@ static void mesh_segv(int sig, siginfo_t* si, void* ctx) {
     uint64_t bit = (uint64_t)1 << (((uintptr_t)a >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1));
     if (hak_load_acquire(&seg->mesh_prot) & bit) {
       atomic_fetch_add_explicit(&st_waits, 1, memory_order_relaxed);
-      if (fork_pid != 0 && getpid() != fork_pid) {
+      pid_t fp = hak_load_relaxed(&fork_pid);
+      if (fp != 0 && getpid() != fp) {
         fork_privatize();
         return;
       }
       while (hak_load_acquire(&seg->mesh_prot) & bit) sched_yield();
       return;
     }
+    /* The barrier may have been lifted between the fault and this test:
+     * retry.  A page the program protected itself faults again at the same
+     * address; after a few tries that fault is not ours. */
+    if ((uintptr_t)a != segv_addr) {
+      segv_addr = (uintptr_t)a;
+      segv_tries = 0;
+    }
+    if (++segv_tries <= 16) {
+      sched_yield();
+      return;
+    }
+    segv_tries = 0;
   }
   if ((old_segv.sa_flags & SA_SIGINFO) && old_segv.sa_sigaction != NULL) {
     old_segv.sa_sigaction(sig, si, ctx);
@@ -236,9 +252,47 @@ static uint32_t live_map(hak_slab_t* s, uint64_t* map) {
   return bits_count(map, words);
 }
 
+/* The copies read blocks other threads wrote; the write barrier (mprotect
+ * and the fault handler) orders them, which ThreadSanitizer cannot see. */
+#ifdef HAK_TSAN
+void AnnotateIgnoreReadsBegin(const char* f, int l);
+void AnnotateIgnoreReadsEnd(const char* f, int l);
+void AnnotateIgnoreWritesBegin(const char* f, int l);
+void AnnotateIgnoreWritesEnd(const char* f, int l);
+#define tsan_ignore_begin() (AnnotateIgnoreReadsBegin(__FILE__, __LINE__), AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
+#define tsan_ignore_end() (AnnotateIgnoreWritesEnd(__FILE__, __LINE__), AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
+#else
+#define tsan_ignore_begin() ((void)0)
+#define tsan_ignore_end() ((void)0)
+#endif
+
 static void copy_blocks(uint8_t* dst, const uint8_t* src, const uint64_t* map, uint32_t nb, uint32_t bsize) {
+  tsan_ignore_begin();
   for (uint32_t i = 0; i < nb; i++)
     if (bit_get(map, i)) memcpy(dst + (size_t)i * bsize, src + (size_t)i * bsize, bsize);
+  tsan_ignore_end();
+}
+
+/* Replace a meshed page's mapping (atomically: a thread touching it sees the
+ * old page or the new one).  A failure leaves the page in an unknown state:
+ * nothing to do but stop. */
+static void remap_file(uint8_t* page, int fd, uint64_t off) {
+  tsan_ignore_begin();   /* TSan counts the new mapping as a write by this thread */
+  bool ok = _hak_os_map_file_at(page, HAK_PAGE_SIZE, fd, off);
+  tsan_ignore_end();
+  if (!ok) _hak_fatal("hakmem: mesh: mapping the mesh file at %p failed\n", (void*)page);
+}
+static void remap_anon(uint8_t* page) {
+  tsan_ignore_begin();
+  bool ok = _hak_os_map_anon_at(page, HAK_PAGE_SIZE);
+  tsan_ignore_end();
+  if (!ok) _hak_fatal("hakmem: mesh: remapping %p failed\n", (void*)page);
+}
+static void remap_move(uint8_t* from, uint8_t* page) {
+  tsan_ignore_begin();
+  bool ok = _hak_os_remap(from, HAK_PAGE_SIZE, HAK_PAGE_SIZE, MREMAP_MAYMOVE | MREMAP_FIXED, page) != NULL;
+  tsan_ignore_end();
+  if (!ok) _hak_fatal("hakmem: mesh: remapping %p failed\n", (void*)page);
 }
 
 /* Bytes of a slab's page that were touched (carved): what meshing it away frees. */
@@ -262,8 +316,7 @@ static hak_mesh_t* promote(hak_slab_t* a, const uint64_t* own) {
   uint8_t* page = mslab_start(a);
   protect(a);
   copy_blocks(scratch, page, own, mslab_blocks(a), a->bsize);
-  if (!_hak_os_map_file_at(page, HAK_PAGE_SIZE, mesh_fd, e->off))
-    _hak_fatal("hakmem: mesh: mapping the mesh file at %p failed\n", (void*)page);
+  remap_file(page, mesh_fd, e->off);
   unprotect_bit(a);
   _hak_os_unmap(scratch, HAK_PAGE_SIZE);
   seg_mark(a, e);
@@ -281,8 +334,7 @@ static bool absorb(hak_heap_t* h, hak_mesh_t* ea, hak_slab_t* b, const uint64_t*
   uint64_t freed = touched_bytes(b);
   protect(b);
   copy_blocks(mslab_start(a), page, map, mslab_blocks(b), b->bsize);
-  if (!_hak_os_map_file_at(page, HAK_PAGE_SIZE, mesh_fd, ea->off))
-    _hak_fatal("hakmem: mesh: mapping the mesh file at %p failed\n", (void*)page);
+  remap_file(page, mesh_fd, ea->off);
   unprotect_bit(b);
   if (eb->root == NULL && hak_segment_of(b)->mesh[mslab_idx(b)] == eb) {   /* B was a root: its file page goes */
     _hak_os_punch(mesh_fd, eb->off, HAK_PAGE_SIZE);
@@ -386,8 +438,7 @@ bool _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* b) {
   }
   if (b->used != 0) return false;
   /* dissolve: B's virtual page gets fresh private memory, B's entry goes */
-  if (!_hak_os_map_anon_at(mslab_start(b), HAK_PAGE_SIZE))
-    _hak_fatal("hakmem: mesh: remapping %p failed\n", (void*)mslab_start(b));
+  remap_anon(mslab_start(b));
   seg_mark(b, NULL);
   ea->naliases--;
   entry_drop(eb);
@@ -404,7 +455,7 @@ bool _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* b) {
 void _hak_mesh_page_freed(hak_segment_t* seg, size_t idx) {
   hak_mesh_t* e = seg->mesh[idx];
   uint8_t* page = (uint8_t*)seg + (idx << HAK_PAGE_SHIFT);
-  if (!_hak_os_map_anon_at(page, HAK_PAGE_SIZE)) _hak_fatal("hakmem: mesh: remapping %p failed\n", (void*)page);
+  remap_anon(page);
   if (e->root != NULL) e->root->naliases--;
   else if (!mesh_off) _hak_os_punch(mesh_fd, e->off, HAK_PAGE_SIZE);
   seg->mesh[idx] = NULL;
@@ -602,8 +653,7 @@ static void unmesh(hak_heap_t* h, hak_slab_t* b) {
   uint32_t nb = mslab_blocks(b), bs = b->bsize;
   protect(b);
   copy_blocks(tmp, page, eb->map, nb, bs);
-  if (_hak_os_remap(tmp, HAK_PAGE_SIZE, HAK_PAGE_SIZE, MREMAP_MAYMOVE | MREMAP_FIXED, page) == NULL)
-    _hak_fatal("hakmem: mesh: remapping %p failed\n", (void*)page);
+  remap_move(tmp, page);
   unprotect_bit(b);
   seg_mark(b, NULL);
   bool was_full = (hak_load_relaxed(&a->xowner) & HAK_OWNER_FULL) != 0;
@@ -696,6 +746,7 @@ void _hak_mesh_fork_barrier(void) {
   handler_install();
   for (hak_mesh_t* e = reg_head; e != NULL; e = e->next) protect(e->slab);
   fork_fd2 = mesh_off ? -1 : _hak_os_memfd();
+  tsan_ignore_begin();
   for (hak_mesh_t* e = reg_head; e != NULL; e = e->next) {
     if (e->root != NULL) continue;
     const uint8_t* page = mslab_start(e->slab);
@@ -719,32 +770,30 @@ void _hak_mesh_fork_barrier(void) {
       at = hole;
     }
   }
+  tsan_ignore_end();
   atomic_fetch_add_explicit(&st_forks, 1, memory_order_relaxed);
-  fork_pid = getpid();
+  hak_store_relaxed(&fork_pid, getpid());
 }
 
 /* The child: every meshed page from its own file (or its private copy).
  * Async-signal-safe (system calls only): the barrier's fault handler may run
  * it before the atfork handler does. */
 static void fork_privatize(void) {
-  if (fork_pid == 0) return;
+  if (hak_load_relaxed(&fork_pid) == 0) return;
   for (int pass = 0; pass < 2; pass++)   /* roots, then aliases (the fallback copies from their roots) */
     for (hak_mesh_t* e = reg_head; e != NULL; e = e->next) {
       if ((pass == 0) != (e->root == NULL)) continue;
       uint8_t* page = mslab_start(e->slab);
       if (fork_fd2 >= 0) {
-        if (!_hak_os_map_file_at(page, HAK_PAGE_SIZE, fork_fd2, e->root ? e->root->off : e->off))
-          _hak_fatal("hakmem: mesh: fork child: mapping %p failed\n", (void*)page);
+        remap_file(page, fork_fd2, e->root ? e->root->off : e->off);
       } else if (e->root == NULL) {
-        if (_hak_os_remap(e->fork_copy, HAK_PAGE_SIZE, HAK_PAGE_SIZE, MREMAP_MAYMOVE | MREMAP_FIXED, page) == NULL)
-          _hak_fatal("hakmem: mesh: fork child: remapping %p failed\n", (void*)page);
+        remap_move(e->fork_copy, page);
         e->fork_copy = NULL;
       } else {
         uint8_t* tmp = _hak_os_map(HAK_PAGE_SIZE, NULL);
         if (tmp == NULL) _hak_fatal("hakmem: mesh: fork child: out of memory\n");
         memcpy(tmp, mslab_start(e->root->slab), HAK_PAGE_SIZE);
-        if (_hak_os_remap(tmp, HAK_PAGE_SIZE, HAK_PAGE_SIZE, MREMAP_MAYMOVE | MREMAP_FIXED, page) == NULL)
-          _hak_fatal("hakmem: mesh: fork child: remapping %p failed\n", (void*)page);
+        remap_move(tmp, page);
       }
       unprotect_bit(e->slab);
     }
@@ -752,11 +801,11 @@ static void fork_privatize(void) {
   mesh_fd = fork_fd2;
   if (fork_fd2 < 0) mesh_off = true;
   fork_fd2 = -1;
-  fork_pid = 0;
+  hak_store_relaxed(&fork_pid, 0);
 }
 
 void _hak_mesh_fork_parent(void) {
-  if (fork_pid != 0) {
+  if (hak_load_relaxed(&fork_pid) != 0) {
     for (hak_mesh_t* e = reg_head; e != NULL; e = e->next) {
       if (!_hak_os_protect(mslab_start(e->slab), HAK_PAGE_SIZE, PROT_READ | PROT_WRITE))
         _hak_fatal("hakmem: mesh: mprotect of %p failed\n", (void*)mslab_start(e->slab));
@@ -768,7 +817,7 @@ void _hak_mesh_fork_parent(void) {
     }
     if (fork_fd2 >= 0) close(fork_fd2);
     fork_fd2 = -1;
-    fork_pid = 0;
+    hak_store_relaxed(&fork_pid, 0);
   }
   if (fork_masked) {
     fork_masked = false;
