@@ -9,6 +9,7 @@
  * into a meshed-away slab fails the owner test and goes out of line.
  * docs/DESIGN.md ("Compaction") gives the invariants. */
 #include "internal.h"
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -16,9 +17,10 @@
 
 #define MESH_NBITS   (HAK_PAGE_SIZE / 16)           /* blocks of the smallest class in one page */
 #define MESH_WORDS   (MESH_NBITS / 64)
-#define MESH_MAX     16384                          /* entries (each a kernel mapping: vm.max_map_count) */
+#define MESH_MAX     16384                          /* entries at most (each is a kernel mapping) */
 #define MESH_PROBES  64                             /* roots tried per sparse slab */
-#define MESH_AUTO_MS 100                            /* automatic passes at most this often */
+#define MESH_AUTO_MS 100                            /* automatic passes at most this often ... */
+#define MESH_IDLE_MS 10000                          /* ... and, while they find nothing, up to this seldom */
 
 /* One meshed page: a root (its page lives in the mesh file at `off`) or an
  * alias (its virtual page maps its root's file page). */
@@ -46,6 +48,7 @@ static size_t entry_left;
 static uint64_t* slots;            /* released file slots (MESH_MAX of them at most) */
 static size_t slot_nfree;
 static uint64_t slot_end;
+static size_t mesh_max;            /* entries allowed: MESH_MAX, or a quarter of vm.max_map_count */
 static _Atomic(uint64_t) st_passes, st_meshes, st_roots, st_dissolved, st_unmeshed, st_bytes, st_punched, st_waits,
     st_forks;
 
@@ -171,6 +174,19 @@ static bool mesh_ready(void) {
   }
   mesh_fd = _hak_os_memfd();
   if (mesh_fd < 0) mesh_off = true;   /* no memfd (old kernel, seccomp, fd limit): no compaction */
+  /* each meshed page is a mapping of its own (and splits its segment's):
+   * running out of mappings in the middle of a remap cannot be undone, so
+   * meshing stays well below the kernel's limit */
+  mesh_max = MESH_MAX;
+  int fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char buf[32];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    size_t lim = 0;
+    for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++) lim = lim * 10 + (size_t)(buf[i] - '0');
+    if (lim != 0 && lim / 4 < mesh_max) mesh_max = lim / 4;
+  }
   return mesh_fd >= 0;
 }
 
@@ -504,6 +520,12 @@ static void mesh_class(hak_heap_t* h, size_t cls, plan_t* p) {
       _hak_slab_collect(s);
     }
     p->cnt[i] = live_map(s, p->maps + i * p->words);
+    if (s->used == 0) {   /* emptied by the remote frees just collected: give it back */
+      _hak_slab_detach(h, s);
+      _hak_slab_release(h, s);
+      p->slab[i--] = p->slab[--p->n];
+      continue;
+    }
     p->order[i] = (uint32_t)i;
     p->first[i] = p->nextb[i] = -1;
     p->role[i] = 0;
@@ -519,7 +541,8 @@ static void mesh_class(hak_heap_t* h, size_t cls, plan_t* p) {
       }
   /* the plan: each sparse slab onto the densest root it fits (disjoint live
    * blocks), trying at most MESH_PROBES roots from the dense end */
-  size_t room = MESH_MAX - hak_load_relaxed(&_hak_mesh_entries);
+  size_t used = hak_load_relaxed(&_hak_mesh_entries);
+  size_t room = used < mesh_max ? mesh_max - used : 0;
   for (size_t k = 0; k < p->n && room > 2; k++) {
     uint32_t i = p->order[k];
     if (p->role[i] != 0) continue;
@@ -601,9 +624,10 @@ static void sweep(hak_heap_t* h, hak_slab_t** buf, size_t cap) {
 void _hak_mesh_pass(hak_heap_t* h, bool forced) {
   static _Atomic(uint64_t) auto_next_ms;
   if (HAK_SECURE || !hak_opt(MESH) || h == &_hak_heap_empty) return;
+  static _Atomic(uint64_t) auto_gap_ms = MESH_AUTO_MS;
   if (!forced) {
     uint64_t now = _hak_clock_ms(), due = hak_load_relaxed(&auto_next_ms);
-    if (now < due || !atomic_compare_exchange_strong(&auto_next_ms, &due, now + MESH_AUTO_MS)) return;
+    if (now < due || !atomic_compare_exchange_strong(&auto_next_ms, &due, now + hak_load_relaxed(&auto_gap_ms))) return;
   }
   if (pthread_mutex_trylock(&mesh_lock) != 0) return;
   if (!mesh_ready()) {
@@ -628,10 +652,16 @@ void _hak_mesh_pass(hak_heap_t* h, bool forced) {
     p.nextb = p.first + p.cap;
     p.role = (uint8_t*)(p.nextb + p.cap);
     p.maps = (uint64_t*)(mem + hak_align_up(p.cap * per, 64));
+    uint64_t before = hak_load_relaxed(&st_meshes);
     sweep(h, p.slab, p.cap);
     for (size_t cls = 0; cls < HAK_NCLASSES; cls++)
       if (_hak_class_pages[cls] == 1) mesh_class(h, cls, &p);
     _hak_os_unmap(mem, bytes);
+    /* automatic passes that find nothing back off (a heap that grows
+     * without scattered frees pays a walk of its slabs every 10 s at most) */
+    uint64_t gap = hak_load_relaxed(&auto_gap_ms);
+    gap = hak_load_relaxed(&st_meshes) != before ? MESH_AUTO_MS : (2 * gap < MESH_IDLE_MS ? 2 * gap : MESH_IDLE_MS);
+    hak_store_relaxed(&auto_gap_ms, gap);
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_mutex_unlock(&mesh_lock);
@@ -681,6 +711,7 @@ static void unmesh(hak_heap_t* h, hak_slab_t* b) {
 void _hak_mesh_heap_exit(hak_heap_t* h) {
   if (hak_load_relaxed(&_hak_mesh_entries) == 0) return;
   pthread_mutex_lock(&mesh_lock);
+  handler_install();
   sigset_t old;
   signals_block(&old);
   for (;;) {   /* one entry at a time: releasing a page drops entries */
