@@ -6,15 +6,18 @@
  * child exits at once.  fork_us is the median time fork() takes in the
  * parent (the page tables are copied there, and allocator atfork handlers
  * run); cycle_us the median of fork + the child's exit + waitpid.
- * Servers that fork to snapshot and shells that fork to exec pay fork_us. */
+ * Servers that fork to snapshot and shells that fork to exec pay fork_us.
+ * --thread=1 starts an idle thread first: a multi-threaded process (for
+ * hakmem with HAKMEM_MESH=1, that is when fork needs a write barrier). */
 #define _GNU_SOURCE
 #include "bench_common.h"
 
 #include <malloc.h>
 #include <sys/mman.h>
+#include <pthread.h>
 #include <sys/wait.h>
 
-static uint64_t mb = 1024, size = 1000, keep = 100, trim = 0, forks = 21, seed = 42;
+static uint64_t mb = 1024, size = 1000, keep = 100, trim = 0, forks = 21, seed = 42, thread = 0;
 
 static const b_opt_t opts[] = {
     B_OPT_U("mb", "FORK_MB", &mb, 1, 1u << 20, "heap to build, MiB"),
@@ -23,11 +26,18 @@ static const b_opt_t opts[] = {
     B_OPT_U("trim", "TRIM", &trim, 0, 1, "call malloc_trim(0) after the frees"),
     B_OPT_U("forks", "FORKS", &forks, 1, 100000, "forks timed"),
     B_OPT_U("seed", "SEED", &seed, 0, UINT64_MAX, "PRNG seed"),
+    B_OPT_U("thread", "THREAD", &thread, 0, 1, "start an idle second thread first (a multi-threaded process)"),
     B_OPT_LAST};
 
 static int cmp_u64(const void* a, const void* b) {
   uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
   return x < y ? -1 : x > y;
+}
+
+static void* idle(void* arg) {
+  (void)arg;
+  for (;;) pause();
+  return NULL;
 }
 
 int main(int argc, char** argv) {
@@ -54,6 +64,8 @@ int main(int argc, char** argv) {
     }
   }
   if (trim) malloc_trim(0);
+  pthread_t tid;
+  if (thread && pthread_create(&tid, NULL, idle, NULL) != 0) b_die(1, "pthread_create failed");
   uint64_t rss = b_rss_kb();
   b_snap_t a, b;
   b_snap(&a);
