@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/single_threaded.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MESH_NBITS   (HAK_PAGE_SIZE / 16)           /* blocks of the smallest class in one page */
@@ -166,8 +167,31 @@ static void unprotect_bit(hak_slab_t* s) {
 }
 
 /* ---------------------------------------------------------------- registry (reg_lock) */
+/* The program may close our descriptor (a daemon closing every fd after
+ * fork) and its number may then name another file: mapping or punching that
+ * would corrupt it.  So the file is checked before a pass, a punch outside
+ * one and a fork; if it is gone, meshing stops (meshed pages keep their
+ * mappings, which hold the file). */
+static dev_t mesh_dev;
+static ino_t mesh_ino;
+static void fd_remember(int fd) {
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0) {
+    mesh_dev = st.st_dev;
+    mesh_ino = st.st_ino;
+  }
+}
+static bool mesh_fd_ok(void) {
+  struct stat st;
+  if (mesh_fd < 0) return false;
+  if (fstat(mesh_fd, &st) == 0 && st.st_dev == mesh_dev && st.st_ino == mesh_ino) return true;
+  mesh_fd = -1;
+  mesh_off = true;
+  return false;
+}
+
 static bool mesh_ready(void) {
-  if (mesh_fd >= 0) return true;
+  if (mesh_fd >= 0) return mesh_fd_ok();
   if (mesh_off) return false;
   if (slots == NULL) {
     slots = _hak_os_map(MESH_MAX * sizeof *slots, NULL);
@@ -175,6 +199,7 @@ static bool mesh_ready(void) {
   }
   mesh_fd = _hak_os_memfd();
   if (mesh_fd < 0) mesh_off = true;   /* no memfd (old kernel, seccomp, fd limit): no compaction */
+  fd_remember(mesh_fd);
   /* each meshed page is a mapping of its own (and splits its segment's):
    * running out of mappings in the middle of a remap cannot be undone, so
    * meshing stays well below the kernel's limit */
@@ -474,7 +499,7 @@ void _hak_mesh_page_freed(hak_segment_t* seg, size_t idx) {
   uint8_t* page = (uint8_t*)seg + (idx << HAK_PAGE_SHIFT);
   remap_anon(page);
   if (e->root != NULL) e->root->naliases--;
-  else if (!mesh_off) _hak_os_punch(mesh_fd, e->off, HAK_PAGE_SIZE);
+  else if (!mesh_off && mesh_fd_ok()) _hak_os_punch(mesh_fd, e->off, HAK_PAGE_SIZE);
   seg->mesh[idx] = NULL;
   seg->mesh_pages &= ~((uint64_t)1 << idx);
   entry_drop(e);
@@ -785,7 +810,7 @@ void _hak_mesh_fork_barrier(void) {
   fork_barred = !__libc_single_threaded;
   if (fork_barred)
     for (hak_mesh_t* e = reg_head; e != NULL; e = e->next) protect(e->slab);
-  fork_fd2 = mesh_off ? -1 : _hak_os_memfd();
+  fork_fd2 = !mesh_off && mesh_fd_ok() ? _hak_os_memfd() : -1;
   tsan_ignore_begin();
   for (hak_mesh_t* e = reg_head; e != NULL; e = e->next) {
     if (e->root != NULL) continue;
@@ -839,6 +864,7 @@ static void fork_privatize(void) {
     }
   if (mesh_fd >= 0) close(mesh_fd);
   mesh_fd = fork_fd2;
+  fd_remember(mesh_fd);
   if (fork_fd2 < 0) mesh_off = true;
   fork_fd2 = -1;
   hak_store_relaxed(&fork_pid, 0);

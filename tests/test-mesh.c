@@ -10,11 +10,14 @@
  *                                       pointers into meshed slabs; thread exit
  *   test-mesh fork FORKS                fork after and during compaction: the
  *                                       child and the parent see their own memory
+ *   test-mesh closed                    the program closes the mesh file and
+ *                                       reuses its descriptor number
  * Every mode checks that meshing happened (the stats report's meshed_slabs). */
 #include "hak_test.h"
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #define NCLS 5
@@ -276,6 +279,58 @@ static int mode_api(void) {
   return 0;
 }
 
+static int child_check_and_scribble(bool torn);
+
+/* ---------------------------------------------------------------- a closed mesh file */
+/* A daemon closes every descriptor; the number is reused for another file.
+ * hakmem must notice (no mapping or punching of that file), keep the meshed
+ * blocks valid, and fork with private copies. */
+static int mode_closed(void) {
+  scatter(40000);
+  hak_collect();
+  CHECK(stat_of("meshed_slabs=") > 0);
+  int fd = -1;
+  char path[64], link[256];
+  for (int i = 3; i < 1024 && fd < 0; i++) {
+    snprintf(path, sizeof path, "/proc/self/fd/%d", i);
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n > 0) {
+      link[n] = 0;
+      if (strstr(link, "hakmem-mesh")) fd = i;
+    }
+  }
+  CHECK(fd >= 0);
+  close(fd);
+  char tmpl[] = "/tmp/test-mesh-XXXXXX";
+  int other = mkstemp(tmpl);
+  CHECK(other >= 0);
+  if (other != fd && other >= 0) {
+    CHECK(dup2(other, fd) == fd);
+    close(other);
+  }
+  unlink(tmpl);
+  CHECK(write(fd, "x", 1) == 1);
+  for (size_t i = 0; i < nblk; i++) CHECK(check_exact(&blk[i], 1));
+  pid_t pid = fork();   /* the fallback: private copies */
+  CHECK(pid >= 0);
+  if (pid == 0) _exit(child_check_and_scribble(false));
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  for (size_t i = 0; i < nblk; i++) CHECK(check_exact(&blk[i], 1));
+  for (size_t i = 0; i < nblk; i += 2) t_free(blk[i].p);
+  hak_collect();   /* no pass now; roots released without punching the other file */
+  for (size_t i = 1; i < nblk; i += 2) {
+    CHECK(check_exact(&blk[i], 1));
+    t_free(blk[i].p);
+  }
+  hak_collect();
+  struct stat sb;
+  CHECK(fstat(fd, &sb) == 0 && sb.st_size == 1);   /* the other file is untouched */
+  printf("closed: %zu survivors: meshed_slabs=%" PRIu64 " dissolved=%" PRIu64 " fork_copies=%" PRIu64 "\n", nblk,
+         stat_of("meshed_slabs="), stat_of("dissolved="), stat_of("fork_copies="));
+  return 0;
+}
+
 /* ---------------------------------------------------------------- fork */
 static int child_check_and_scribble(bool torn) {
   for (size_t i = 0; i < nblk; i++) {
@@ -370,8 +425,10 @@ int main(int argc, char** argv) {
     mode_api();
   else if (argc >= 2 && strcmp(argv[1], "fork") == 0)
     mode_fork(argc > 2 ? atoi(argv[2]) : 20);
+  else if (argc >= 2 && strcmp(argv[1], "closed") == 0)
+    mode_closed();
   else {
-    fprintf(stderr, "usage: test-mesh contents THREADS ROUNDS | api | fork FORKS\n");
+    fprintf(stderr, "usage: test-mesh contents THREADS ROUNDS | api | fork FORKS | closed\n");
     return 2;
   }
   return ht_done("test-mesh");

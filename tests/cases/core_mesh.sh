@@ -3,9 +3,10 @@
 # threads write, allocate and free during compaction; pointers into meshed
 # slabs stay valid for free, realloc and malloc_usable_size; a thread that
 # meshed its heap exits; fork after and during compaction gives the child
-# its own memory.  Release, debug (internal assertions) and TSan builds; the
-# threads stress and fork tests with meshing on; fragment meshes and its
-# blocks keep their contents.  Deadlocks fail through alarm().
+# its own memory; a program that closes the mesh file's descriptor.
+# Release, debug (internal assertions) and TSan builds; the threads stress
+# and fork tests with meshing on; fragment meshes and its blocks keep their
+# contents.  Deadlocks fail through alarm().
 set -euo pipefail
 . tests/cases/core_lib.sh
 need $T/test-mesh-release $T/test-mesh-debug $T/test-mesh-tsan $T/test-threads-release build/bench/fragment "$SO"
@@ -13,6 +14,7 @@ export HAKMEM_MESH=1
 run "contents, release, 3 writers + 3 churners, 30 compactions" $T/test-mesh-release contents 3 30
 run "api, release: free/realloc/usable_size into meshed slabs, thread exit" $T/test-mesh-release api
 run "fork, release, 30 forks (half during compaction and writes)" $T/test-mesh-release fork 30
+run "closed: the program closes the mesh file and reuses its number; fork falls back to private copies" $T/test-mesh-release closed
 run "contents, debug library, 2 writers + 2 churners, 10 compactions" $T/test-mesh-debug contents 2 10
 run "api, debug library" $T/test-mesh-debug api
 run "fork, debug library, 10 forks" $T/test-mesh-debug fork 10
