@@ -257,16 +257,19 @@ B_UNUSED static uint64_t b_rss_kb(void) {
 
 /* Pages freed with MADV_FREE but not yet reclaimed still count in RSS;
  * /proc/self/smaps_rollup says how much of it is such "LazyFree" memory. */
-B_UNUSED static uint64_t b_lazyfree_kb(void) {
+/* One "Key: N kB" line of /proc/self/smaps_rollup (0 when absent). */
+B_UNUSED static uint64_t b_smaps_kb(const char* key) {
   FILE* f = fopen("/proc/self/smaps_rollup", "r");
   if (!f) return 0;
   char line[256];
+  size_t n = strlen(key);
   unsigned long long kb = 0;
   while (fgets(line, sizeof line, f))
-    if (sscanf(line, "LazyFree: %llu kB", &kb) == 1) break;
+    if (strncmp(line, key, n) == 0 && line[n] == ':' && sscanf(line + n + 1, " %llu kB", &kb) == 1) break;
   fclose(f);
   return (uint64_t)kb;
 }
+B_UNUSED static uint64_t b_lazyfree_kb(void) { return b_smaps_kb("LazyFree"); }
 
 /* Which allocator serves malloc in this process (by its exported symbols). */
 B_UNUSED static const char* b_allocator(void) {

@@ -15,7 +15,10 @@
  * phase 2 ends phase 3 near the phase-1 figure; one that does not needs about
  * (1 + (1 - KEEP)) times as much.  rss_final_kb is the primary figure.
  * Pages released with MADV_FREE stay in RSS until the kernel reclaims them;
- * lazyfree_*_kb (/proc/self/smaps_rollup) shows how much of RSS is such. */
+ * lazyfree_*_kb (/proc/self/smaps_rollup) shows how much of RSS is such.
+ * RSS counts a page once per mapping: pages mapped at two addresses (meshed
+ * pages, HAKMEM_MESH=1) count twice once both are touched; pss_*_kb
+ * (proportional set size) counts each page once. */
 #include "bench_common.h"
 
 #include <math.h>
@@ -70,12 +73,13 @@ static void grow(uint64_t* live, uint64_t target, uint64_t lo, uint64_t hi) {
   }
 }
 
-static uint64_t checkpoint(uint64_t* lazy) {
+static uint64_t checkpoint(uint64_t* lazy, uint64_t* pss) {
   if (settle_ms) {
     struct timespec ts = {(time_t)(settle_ms / 1000), (long)(settle_ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
   }
   *lazy = b_lazyfree_kb();
+  *pss = b_smaps_kb("Pss");
   return b_rss_kb();
 }
 
@@ -97,11 +101,11 @@ int main(int argc, char** argv) {
   uint64_t rss0 = b_rss_kb();
   b_snap_t a, b;
   b_snap(&a);
-  uint64_t live = 0, lz_grow, lz_free, lz_final, lz_end;
+  uint64_t live = 0, lz_grow, lz_free, lz_final, lz_end, pss_grow, pss_free, pss_final, pss_end;
   grow(&live, target, minsz, maxsz);
   size_t n1 = nblocks;
   uint64_t live_grow = live;
-  uint64_t rss_grow = checkpoint(&lz_grow);
+  uint64_t rss_grow = checkpoint(&lz_grow, &pss_grow);
 
   size_t kept = 0;
   for (size_t i = 0; i < nblocks; i++) {
@@ -115,11 +119,11 @@ int main(int argc, char** argv) {
   }
   nblocks = kept;
   uint64_t live_after_free = live;
-  uint64_t rss_after_free = checkpoint(&lz_free);
+  uint64_t rss_after_free = checkpoint(&lz_free, &pss_free);
 
   grow(&live, target, min2, max2);
   uint64_t live_final = live;
-  uint64_t rss_final = checkpoint(&lz_final);
+  uint64_t rss_final = checkpoint(&lz_final, &pss_final);
 
   uint64_t bad = 0;
   for (size_t i = 0; i < nblocks; i++) {
@@ -127,7 +131,7 @@ int main(int argc, char** argv) {
     free(blocks[i].p);
     ops++;
   }
-  uint64_t rss_end = checkpoint(&lz_end);
+  uint64_t rss_end = checkpoint(&lz_end, &pss_end);
   b_snap(&b);
   munmap(blocks, cap * sizeof *blocks);
   if (bad) fprintf(stderr, "%s: %" PRIu64 " blocks lost their contents\n", b_prog, bad);
@@ -144,6 +148,10 @@ int main(int argc, char** argv) {
   b_kv(&r, "live_after_free_kb=%" PRIu64, live_after_free >> 10);
   b_kv(&r, "live_final_kb=%" PRIu64, live_final >> 10);
   b_kv(&r, "final_overhead=%.3f", live_final ? (double)rss_final * 1024.0 / (double)live_final : 0.0);
+  b_kv(&r, "pss_final_kb=%" PRIu64, pss_final);
+  b_kv(&r, "pss_grow_kb=%" PRIu64, pss_grow);
+  b_kv(&r, "pss_after_free_kb=%" PRIu64, pss_free);
+  b_kv(&r, "pss_end_kb=%" PRIu64, pss_end);
   b_kv(&r, "lazyfree_grow_kb=%" PRIu64, lz_grow);
   b_kv(&r, "lazyfree_after_free_kb=%" PRIu64, lz_free);
   b_kv(&r, "lazyfree_final_kb=%" PRIu64, lz_final);

@@ -224,6 +224,16 @@ static void heap_collect_remote(hak_heap_t* h) {
         uintptr_t xo = hak_load_relaxed(&s->xowner);
         /* a stale bit (the slab was collected on the refill path, or released) */
         if ((xo & ~HAK_OWNER_FLAGS) != (uintptr_t)h) continue;
+        if (xo & HAK_OWNER_MESHED) {
+          /* frees into a meshed-away slab go to its root (mesh.c); when it
+           * holds no block any more its page comes back here */
+          if (_hak_mesh_collect_alias(h, s)) {
+            bool last = seg->used_pages == s->npages;
+            slab_release(h, s);
+            if (last) break;
+          }
+          continue;
+        }
         if (!slab_collect(s)) {
           slab_look_again(s, h);
           continue;
@@ -305,6 +315,7 @@ static bool slab_pages_free(hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
   size_t idx = slab_index(s);
   unsigned n = s->npages;
+  if (seg->mesh_pages & ((uint64_t)1 << idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
   for (unsigned i = 0; i < n; i++) {
     hak_slab_t* t = &seg->slabs[idx + i];
     hak_store_relaxed(&t->xowner, HAK_OWNER_UNUSED);
@@ -363,6 +374,7 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   }
   if (seg == NULL) {
     if (from != PAGES_NEW) return NULL;
+    if (hak_opt(MESH)) _hak_mesh_pass(h, false);   /* compaction first (paced in mesh.c) */
     seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, heap_seg_bytes(h));
     if (seg == NULL) return NULL;
     seg->heap = h;
@@ -627,7 +639,8 @@ void _hak_free_generic(void* p, const char* op) {
   if (s == NULL) return;
   hak_heap_t* h = hak_heap_get();
   uintptr_t xo = hak_load_relaxed(&s->xowner);
-  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)h && h != &_hak_heap_empty) local_free(h, s, (hak_block_t*)p, xo);
+  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)h && h != &_hak_heap_empty && !(xo & HAK_OWNER_MESHED))
+    local_free(h, s, (hak_block_t*)p, xo);
   else remote_free(s, (hak_block_t*)p);
 }
 
@@ -709,6 +722,40 @@ bool _hak_is_live_block(const void* p) {
   return b->cookie != hak_cookie();
 }
 
+/* ---------------------------------------------------------------- for compaction (mesh.c) */
+bool _hak_slab_collect(hak_slab_t* s) { return slab_collect(s); }
+
+/* Take an owned slab off its list (class list or full list). */
+void _hak_slab_detach(hak_heap_t* h, hak_slab_t* s) {
+  if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
+  else avail_remove(h, s);
+}
+
+/* Put an owned slab (on no list) back: on its class list when it has room,
+ * else on the full list. */
+void _hak_slab_attach(hak_heap_t* h, hak_slab_t* s) {
+  atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
+  s->next = s->prev = NULL;
+  if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) avail_push(h, s);
+  else slab_to_full(h, s);
+}
+
+void _hak_slab_release(hak_heap_t* h, hak_slab_t* s) { slab_release(h, s); }
+
+/* Every slab of class cls the heap has on a list, but its current one. */
+void _hak_heap_foreach_slab(hak_heap_t* h, size_t cls, void (*fn)(hak_slab_t*, void*), void* arg) {
+  hak_slab_t* cur = h->cls[cls].cur;
+  if (cur != &_hak_slab_empty)
+    for (hak_slab_t *s = cur->next, *next; s != NULL; s = next) {
+      next = s->next;
+      fn(s, arg);
+    }
+  for (hak_slab_t *s = h->full, *next; s != NULL; s = next) {
+    next = s->next;
+    if (s->cls == cls) fn(s, arg);
+  }
+}
+
 /* ---------------------------------------------------------------- heap pool */
 static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 static hak_heap_t* heap_pool;      /* released heaps */
@@ -783,6 +830,7 @@ static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
  * pool.  Called at thread exit, and in a fork child for the other threads. */
 void _hak_heap_abandon(hak_heap_t* h) {
   if (h == NULL || h == &_hak_heap_empty) return;
+  _hak_mesh_heap_exit(h);   /* meshed slabs become ordinary ones: nobody owns them next */
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
     h->cls[c].cur = &_hak_slab_empty;
@@ -865,6 +913,7 @@ void _hak_collect_heap(hak_heap_t* h) {
       s = next;
     }
   }
+  _hak_mesh_pass(h, true);
   for (int pass = 0; pass < 2; pass++)
     for (hak_segment_t* seg = pass ? h->segs_full : h->segs; seg; seg = seg->next) _hak_segment_decommit_free_pages(seg);
 }

@@ -119,13 +119,16 @@ hak_heap_t* _hak_thread_init(void) {
 
 /* ---------------------------------------------------------------- fork */
 static void fork_prepare(void) {
+  _hak_mesh_fork_prepare();   /* first: a compaction in progress finishes; last: its barrier (mesh.c) */
   _hak_heaps_fork_prepare();
   _hak_segments_fork_prepare();
   _hak_large_fork_prepare();
   _hak_bigcache_fork_prepare();
   _hak_release_fork_prepare();
+  _hak_mesh_fork_barrier();
 }
 static void fork_parent(void) {
+  _hak_mesh_fork_parent();
   _hak_release_fork_parent();
   _hak_bigcache_fork_parent();
   _hak_large_fork_parent();
@@ -133,6 +136,7 @@ static void fork_parent(void) {
   _hak_heaps_fork_parent();
 }
 static void fork_child(void) {
+  _hak_mesh_fork_child();   /* first: the child's own copy of meshed pages */
   _hak_sites_fork_child();
   _hak_release_fork_child();
   _hak_bigcache_fork_child();

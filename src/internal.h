@@ -135,6 +135,7 @@ hak_inline void hak_block_set_next(hak_block_t* b, hak_block_t* n) {
 #define HAK_OWNER_UNUSED    ((uintptr_t)0)      /* page not in a slab: zero-filled mmap */
 #define HAK_OWNER_ABANDONED ((uintptr_t)2)      /* owner thread exited */
 #define HAK_OWNER_TAIL      ((uintptr_t)4)      /* non-first page of a multi-page slab */
+#define HAK_OWNER_MESHED    ((uintptr_t)8)      /* with the owner heap: an alias of a meshed slab (mesh.c) */
 #define HAK_OWNER_FLAGS     ((uintptr_t)63)
 /* xthread_free's low bit (blocks are 16-byte aligned): the remote free that
  * made the list non-empty is still telling the owner (remote_notify).  While
@@ -191,6 +192,11 @@ typedef struct hak_segment_s {
    * freeing thread, taken by the owner (heap.c, heap_collect_remote) */
   _Atomic(uint64_t) xremote;
   uint8_t abandoned;                 /* on the abandoned list (seg_lock) */
+  /* compaction (mesh.c): pages mapped from the mesh file (roots and
+   * aliases), their entries, and the pages a write barrier protects now */
+  uint64_t mesh_pages;
+  _Atomic(uint64_t) mesh_prot;
+  struct hak_mesh_s* mesh[HAK_PAGES_PER_SEG];
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;
 
@@ -290,6 +296,25 @@ void  _hak_collect_heap(hak_heap_t* heap);
 bool  _hak_abandoned_collect(hak_segment_t* seg);
 extern _Atomic(uint64_t) _hak_stat_reclaimed_slabs, _hak_stat_reclaimed_pages, _hak_stat_abandon_pages, _hak_stat_adopt_pages;
 void  _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg);
+
+/* heap.c, for compaction (mesh.c): the owner's list moves and releases */
+bool  _hak_slab_collect(hak_slab_t* s);
+void  _hak_slab_detach(hak_heap_t* h, hak_slab_t* s);
+void  _hak_slab_attach(hak_heap_t* h, hak_slab_t* s);
+void  _hak_slab_release(hak_heap_t* h, hak_slab_t* s);
+void  _hak_heap_foreach_slab(hak_heap_t* h, size_t cls, void (*fn)(hak_slab_t*, void*), void* arg);
+
+/* mesh.c: compaction of sparse slabs by meshing (HAKMEM_MESH) */
+void  _hak_mesh_pass(hak_heap_t* h, bool forced);
+bool  _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* s);
+void  _hak_mesh_page_freed(hak_segment_t* seg, size_t idx);
+void  _hak_mesh_heap_exit(hak_heap_t* h);
+void  _hak_mesh_fork_prepare(void);
+void  _hak_mesh_fork_barrier(void);
+void  _hak_mesh_fork_parent(void);
+void  _hak_mesh_fork_child(void);
+void  _hak_mesh_stats(uint64_t* v /* [9] */);
+extern _Atomic(size_t) _hak_mesh_entries;
 
 /* segment.c */
 /* thp_hint: small, the bytes of segments the heap holds; large, the block size (thp.c) */
@@ -410,6 +435,11 @@ void _hak_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n);
 void* _hak_os_remap(void* old, size_t old_size, size_t new_size, int flags, void* new_addr);
 bool  _hak_os_protect(void* p, size_t size, int prot);
 size_t _hak_os_rss_bytes(void);
+int   _hak_os_memfd(void);
+bool  _hak_os_map_file_at(void* addr, size_t size, int fd, uint64_t off);
+void* _hak_os_map_file(size_t size, int fd, uint64_t off);
+bool  _hak_os_map_anon_at(void* addr, size_t size);
+bool  _hak_os_punch(int fd, uint64_t off, size_t size);
 size_t _hak_os_peak_rss_bytes(void);
 
 /* options.c */

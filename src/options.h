@@ -58,6 +58,8 @@ typedef enum {
     "learning: cost of keeping 1 MiB resident for 1 s, in ns of allocator time") \
   X(LEARN_FORCE,  "HAKMEM_LEARN_FORCE",  ENUM_STRATEGY, 0, 0, 0, 0, 5, \
     "one strategy for every site, no learning: none | cache | release | decommit | prefault | populate") \
+  X(MESH,         "HAKMEM_MESH",         BOOL, 0, 0, 0, 0, 1, \
+    "compact sparse small-block slabs by meshing them onto shared pages (memfd; see docs/DESIGN.md)") \
   X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \
     "testing: after this many mmap calls, fail the next ones with ENOMEM (0 = off)") \
   X(FAIL_MMAP_COUNT, "HAKMEM_FAIL_MMAP_COUNT", INT, 0, 0, 0, 0, LLONG_MAX, \

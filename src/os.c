@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <linux/falloc.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static _Atomic(size_t) os_mmap_calls, os_munmap_calls, os_madvise_calls, os_mprotect_calls,
@@ -106,6 +108,49 @@ void* _hak_os_remap(void* old, size_t old_size, size_t new_size, int flags, void
 bool _hak_os_protect(void* p, size_t size, int prot) {
   os_count(os_mprotect_calls, 1);
   return mprotect(p, size, prot) == 0;
+}
+
+/* ---------------------------------------------------------------- the mesh file
+ * Compaction (mesh.c) maps slab pages from one memfd so that two virtual
+ * pages can share a physical one.  Mappings over pages already mapped
+ * (MAP_FIXED) do not change the mapped-bytes count. */
+int _hak_os_memfd(void) {
+  int fd = (int)syscall(SYS_memfd_create, "hakmem-mesh", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (ftruncate(fd, (off_t)1 << 40) != 0) {   /* sparse: pages exist only where written */
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool _hak_os_map_file_at(void* addr, size_t size, int fd, uint64_t off) {
+  os_count(os_mmap_calls, 1);
+  void* p = mmap(addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t)off);
+  return p == addr;
+}
+
+void* _hak_os_map_file(size_t size, int fd, uint64_t off) {
+  os_count(os_mmap_calls, 1);
+  void* p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+  if (p == MAP_FAILED) return NULL;
+  os_mapped_add(size);
+  return p;
+}
+
+/* Fresh zero pages over [addr, addr+size), replacing what was mapped there. */
+bool _hak_os_map_anon_at(void* addr, size_t size) {
+  os_count(os_mmap_calls, 1);
+  void* p = mmap(addr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  return p == addr;
+}
+
+/* Give the file's pages in [off, off+size) back (they read as zero after). */
+bool _hak_os_punch(int fd, uint64_t off, size_t size) {
+  os_count(os_madvise_calls, 1);
+  if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)size) != 0) return false;
+  os_count(os_madvise_bytes, size);
+  return true;
 }
 
 /* Current RSS from /proc/self/statm (read with raw syscalls: no stdio). */

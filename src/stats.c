@@ -58,6 +58,16 @@ static size_t stats_format(char* buf, size_t cap) {
   _hak_release_stats(&rc, &rb, &ru, &parked, &pmap);
   sb_add(&sb, "bigcache: hits=%llu misses=%llu evictions=%llu bytes=%zu mapped=%zu\n", (unsigned long long)bh,
          (unsigned long long)bm, (unsigned long long)be, bb, bmap);
+  if (hak_opt(MESH)) {
+    uint64_t m[9];
+    _hak_mesh_stats(m);
+    sb_add(&sb,
+           "mesh: passes=%llu meshed_slabs=%llu roots=%llu dissolved=%llu unmeshed=%llu bytes_given_back=%llu "
+           "barrier_waits=%llu fork_copies=%llu meshed_pages_now=%llu\n",
+           (unsigned long long)m[0], (unsigned long long)m[1], (unsigned long long)m[2], (unsigned long long)m[3],
+           (unsigned long long)m[4], (unsigned long long)m[5], (unsigned long long)m[6], (unsigned long long)m[7],
+           (unsigned long long)m[8]);
+  }
   sb_add(&sb, "release: decommits=%llu decommit_bytes=%llu retained_empty=%zu unmapped_large=%llu parked=%zu parked_mapped=%zu\n",
          (unsigned long long)rc, (unsigned long long)rb, hak_load_relaxed(&_hak_retained_bytes),
          (unsigned long long)ru, parked, pmap);

@@ -8,6 +8,7 @@
 #include "large.c"
 #include "bigcache.c"
 #include "release.c"
+#include "mesh.c"
 #include "secure.c"
 #include "site.c"
 #include "alloc.c"
