@@ -70,7 +70,7 @@ for l in "${libs[@]}"; do
     rc=0
     # (the inner shell absorbs bash's "Aborted" job message)
     bash -c 'if [[ -n $4 ]]; then export LD_PRELOAD=$4; fi; ulimit -c 0
-      exec timeout -k 5 "$1" "$2" "$3" "$5" >"$0/out" 2>"$0/err"' \
+      timeout -k 5 "$1" "$2" "$3" "$5" >"$0/out" 2>"$0/err"' \
       "$tmp" "$timeout_s" "$bin/$prog" "$probe" "$lib" "$size" 2>/dev/null || rc=$?
     line=$(grep -m 1 . "$tmp/err" || true)
     if ((rc == 124 || rc == 137)); then outcome=error-hang

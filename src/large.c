@@ -198,7 +198,8 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     if (seg == NULL) seg = _hak_batch_take(need);
   }
   if (seg == NULL) {
-    size_t map = off == HAK_LARGE_HDR ? _hak_bigcache_map_size(need) : need;
+    /* (secure: no headroom; the block is never reused, see quarantine.c) */
+    size_t map = off == HAK_LARGE_HDR && !HAK_SECURE ? _hak_bigcache_map_size(need) : need;
     _hak_os_reserve = true;   /* user-sized: subject to the overcommit policy */
     seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE);
     if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE);
@@ -231,6 +232,7 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   }
   seg->large_size = size;
   seg->used_pages = 1;   /* live; 0 while cached or parked */
+  _hak_secure_large_alloc(seg);
   if (long_lived && !seg->large_fresh && seg->large_peak > size + LARGE_TRIM_MIN) {
     /* a reused block's resident pages beyond the request would idle for the
      * long life of the block: decommit them */
@@ -264,9 +266,10 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     _hak_double_free(op, p, 0);
     return;
   }
+  _hak_secure_large_check(seg, op);
   seg->used_pages = 0;
   _hak_bigcache_unpin(seg, SIZE_MAX);
-  if (seg->guard_off) {
+  if (seg->guard_off && !HAK_SECURE) {   /* (secure: the block is not reused) */
     _hak_os_protect((uint8_t*)seg + seg->guard_off, HAK_OS_PAGE, PROT_READ | PROT_WRITE);
     seg->guard_off = 0;
   }
@@ -277,6 +280,10 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   if (seg->huge_aligned) {
     huge_remove((uintptr_t)p);
     _hak_os_unmap(seg, seg->map_size);
+    return;
+  }
+  if (HAK_SECURE) {   /* not cached: inaccessible for a while, then unmapped */
+    _hak_secure_large_quarantine(seg);
     return;
   }
   if (seg->site == HAK_SITE_NONE) {
@@ -402,6 +409,15 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   return (uint8_t*)nseg + off;
 }
 
-void _hak_large_fork_prepare(void) { pthread_mutex_lock(&huge_lock); }
-void _hak_large_fork_parent(void) { pthread_mutex_unlock(&huge_lock); }
-void _hak_large_fork_child(void) { pthread_mutex_init(&huge_lock, NULL); }
+void _hak_large_fork_prepare(void) {
+  pthread_mutex_lock(&huge_lock);
+  _hak_secure_large_fork(0);
+}
+void _hak_large_fork_parent(void) {
+  _hak_secure_large_fork(1);
+  pthread_mutex_unlock(&huge_lock);
+}
+void _hak_large_fork_child(void) {
+  _hak_secure_large_fork(2);
+  pthread_mutex_init(&huge_lock, NULL);
+}

@@ -8,6 +8,8 @@
 #include "bigcache.c"
 #include "release.c"
 #include "secure.c"
+#include "quarantine.c"
+#include "zeroblock.c"
 #include "site.c"
 #include "alloc.c"
 #include "stats.c"

@@ -1,0 +1,159 @@
+/* Quarantine (secure build): a freed small block is not reusable at once.
+ * Each thread holds its freed blocks in a FIFO ring, up to a byte budget
+ * (HAKMEM_SECURE_QUARANTINE) and QUAR_CAP blocks, filled; only the block
+ * that leaves the ring is really freed.  So free(p); malloc(same size) never
+ * returns p, a stale pointer's target stays fill for a while (a read after
+ * free sees fill, a write after free is found when the block leaves, by the
+ * fill check), and which block leaves is drawn among the oldest few, so the
+ * order of reuse cannot be steered exactly.  Per thread: no lock, and a
+ * block leaves through the ordinary free path (to its owner's list, or as a
+ * remote free).  Large blocks have their own quarantine (large.c). */
+#include "internal.h"
+#include <sys/mman.h>
+
+#if HAK_SECURE
+#define QUAR_CAP   4096   /* blocks per thread: the ring is 32 KiB */
+#define QUAR_DRAW  8      /* the block that leaves is one of the oldest QUAR_DRAW ... */
+#define QUAR_FIXED 16     /* ... once the ring holds more than this (so the newest never leaves next) */
+
+typedef struct {
+  size_t head, n, bytes;
+  void* slot[QUAR_CAP];
+} quar_t;
+static __thread quar_t* tls_quar;
+#define QUAR_DEAD ((quar_t*)1)   /* the thread has exited: free at once */
+
+/* The slab of a block the quarantine holds (a carved block start). */
+static hak_slab_t* block_slab(const void* p) {
+  hak_segment_t* seg = hak_segment_of(p);
+  hak_slab_t* s = &seg->slabs[((uintptr_t)p >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
+  if (hak_load_relaxed(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
+  return s;
+}
+
+static quar_t* quar_get(void) {
+  quar_t* q = tls_quar;
+  if (hak_likely(q != NULL)) return q;
+  q = _hak_os_map(sizeof(quar_t), NULL);   /* zero: empty */
+  tls_quar = q != NULL ? q : QUAR_DEAD;    /* no memory: no quarantine for this thread */
+  return tls_quar;
+}
+
+/* The oldest block (or one of the oldest few) leaves, its fill checked. */
+static void* quar_take(quar_t* q) {
+  if (q->n > QUAR_FIXED) {
+    size_t j = (q->head + (size_t)(_hak_secure_rand() % QUAR_DRAW)) % QUAR_CAP;
+    void* t = q->slot[j];
+    q->slot[j] = q->slot[q->head];
+    q->slot[q->head] = t;
+  }
+  void* e = q->slot[q->head];
+  q->head = (q->head + 1) % QUAR_CAP;
+  q->n--;
+  hak_slab_t* s = block_slab(e);
+  q->bytes -= s->bsize;
+  _hak_secure_quarantine_leave(s, e);
+  return e;
+}
+
+/* free(p), first step: a small block is checked (live, canary, the block
+ * below), filled and held back; returns the block to free now (one that
+ * leaves the quarantine), or NULL.  Anything else (NULL, a large or
+ * zero-size block, a foreign or interior pointer) is returned unchanged for
+ * the ordinary path, which frees or reports it. */
+void* _hak_secure_quarantine(void* p, const char* op) {
+  if (!hak_segmap_contains(p)) return p;
+  hak_segment_t* seg = hak_segment_of(p);
+  if (seg->kind != HAK_SEG_SMALL) return p;
+  hak_slab_t* s = &seg->slabs[((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT];
+  uintptr_t xo = hak_load_acquire(&s->xowner);
+  if (xo == HAK_OWNER_TAIL) {
+    s -= s->head_off;
+    xo = hak_load_acquire(&s->xowner);
+  }
+  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return p;
+  size_t off = (size_t)((uint8_t*)p - slab_start(s));
+  if (!hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) return p;
+  _hak_secure_quarantine_enter(s, p, op);
+  quar_t* q = quar_get();
+  if (q == QUAR_DEAD) {
+    _hak_secure_quarantine_leave(s, p);
+    return p;
+  }
+  q->slot[(q->head + q->n) % QUAR_CAP] = p;
+  q->n++;
+  q->bytes += s->bsize;
+  if (q->n < QUAR_CAP && q->bytes <= (size_t)hak_opt(SECURE_QUARANTINE)) return NULL;
+  return quar_take(q);
+}
+
+/* One block out of this thread's quarantine (NULL when empty); `dying`: the
+ * thread exits, so its ring goes too, and later frees skip the quarantine. */
+void* _hak_secure_quarantine_pop(bool dying) {
+  quar_t* q = tls_quar;
+  if (q == NULL || q == QUAR_DEAD) return NULL;
+  if (q->n > 0) return quar_take(q);
+  if (dying) {
+    _hak_os_unmap(q, sizeof(quar_t));
+    tls_quar = QUAR_DEAD;
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- large blocks
+ * A freed large block is made PROT_NONE (from the page of its first byte to
+ * its end; the header page stays readable, so a second free is still named
+ * a double free) and held in a process-wide FIFO of LARGE_QUAR_N blocks and
+ * at most LARGE_QUAR_BYTES; the block that leaves is unmapped.  So a read or
+ * write after free faults, malloc never returns a block just freed, and no
+ * large block is ever handed out again with an earlier owner's bytes (new
+ * mappings are zero).  The BigCache is not used. */
+#define LARGE_QUAR_N     16
+#define LARGE_QUAR_BYTES ((size_t)64 << 20)
+static pthread_mutex_t lq_lock = PTHREAD_MUTEX_INITIALIZER;
+static hak_segment_t* lq_slot[LARGE_QUAR_N];
+static size_t lq_head, lq_n, lq_bytes;
+
+void _hak_secure_large_quarantine(hak_segment_t* seg) {
+  size_t from = seg->large_off & ~(size_t)(HAK_OS_PAGE - 1);
+  size_t to = seg->guard_off ? seg->guard_off : seg->map_size;
+  if (to > from) _hak_os_protect((uint8_t*)seg + from, to - from, PROT_NONE);
+  hak_segment_t* out[LARGE_QUAR_N + 1];
+  size_t nout = 0;
+  pthread_mutex_lock(&lq_lock);
+  lq_slot[(lq_head + lq_n) % LARGE_QUAR_N] = seg;
+  lq_n++;
+  lq_bytes += seg->map_size;
+  while (lq_n == LARGE_QUAR_N || (lq_bytes > LARGE_QUAR_BYTES && lq_n > 1)) {
+    out[nout++] = lq_slot[lq_head];
+    lq_bytes -= lq_slot[lq_head]->map_size;
+    lq_head = (lq_head + 1) % LARGE_QUAR_N;
+    lq_n--;
+  }
+  pthread_mutex_unlock(&lq_lock);
+  for (size_t i = 0; i < nout; i++) _hak_unmap_large(out[i]);   /* outside the lock */
+}
+
+/* Unmap every quarantined large block (hak_collect, malloc_trim). */
+void _hak_secure_large_flush(void) {
+  for (;;) {
+    pthread_mutex_lock(&lq_lock);
+    hak_segment_t* seg = NULL;
+    if (lq_n > 0) {
+      seg = lq_slot[lq_head];
+      lq_bytes -= seg->map_size;
+      lq_head = (lq_head + 1) % LARGE_QUAR_N;
+      lq_n--;
+    }
+    pthread_mutex_unlock(&lq_lock);
+    if (seg == NULL) return;
+    _hak_unmap_large(seg);
+  }
+}
+
+void _hak_secure_large_fork(int stage) {
+  if (stage == 0) pthread_mutex_lock(&lq_lock);
+  else if (stage == 1) pthread_mutex_unlock(&lq_lock);
+  else pthread_mutex_init(&lq_lock, NULL);
+}
+#endif /* HAK_SECURE */
