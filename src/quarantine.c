@@ -12,24 +12,21 @@
 #include <sys/mman.h>
 
 #if HAK_SECURE
-#define QUAR_CAP   4096   /* blocks per thread: the ring is 32 KiB */
+#define QUAR_CAP   4096   /* blocks per thread: the ring is 64 KiB */
 #define QUAR_DRAW  8      /* the block that leaves is one of the oldest QUAR_DRAW ... */
 #define QUAR_FIXED 16     /* ... once the ring holds more than this (so the newest never leaves next) */
 
 typedef struct {
+  void* p;
+  uint32_t len;     /* bytes filled (request + canary), checked when it leaves */
+  uint32_t bsize;   /* counted against the budget */
+} quar_slot_t;
+typedef struct {
   size_t head, n, bytes;
-  void* slot[QUAR_CAP];
+  quar_slot_t slot[QUAR_CAP];
 } quar_t;
 static __thread quar_t* tls_quar;
 #define QUAR_DEAD ((quar_t*)1)   /* the thread has exited: free at once */
-
-/* The slab of a block the quarantine holds (a carved block start). */
-static hak_slab_t* block_slab(const void* p) {
-  hak_segment_t* seg = hak_segment_of(p);
-  hak_slab_t* s = &seg->slabs[((uintptr_t)p >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
-  if (hak_load_relaxed(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
-  return s;
-}
 
 static quar_t* quar_get(void) {
   quar_t* q = tls_quar;
@@ -43,17 +40,16 @@ static quar_t* quar_get(void) {
 static void* quar_take(quar_t* q) {
   if (q->n > QUAR_FIXED) {
     size_t j = (q->head + (size_t)(_hak_secure_rand() % QUAR_DRAW)) % QUAR_CAP;
-    void* t = q->slot[j];
+    quar_slot_t t = q->slot[j];
     q->slot[j] = q->slot[q->head];
     q->slot[q->head] = t;
   }
-  void* e = q->slot[q->head];
+  quar_slot_t e = q->slot[q->head];
   q->head = (q->head + 1) % QUAR_CAP;
   q->n--;
-  hak_slab_t* s = block_slab(e);
-  q->bytes -= s->bsize;
-  _hak_secure_quarantine_leave(s, e);
-  return e;
+  q->bytes -= e.bsize;
+  _hak_secure_quarantine_leave(e.p, e.len, e.bsize);
+  return e.p;
 }
 
 /* free(p), first step: a small block is checked (live, canary, the block
@@ -74,13 +70,10 @@ void* _hak_secure_quarantine(void* p, const char* op) {
   if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return p;
   size_t off = (size_t)((uint8_t*)p - slab_start(s));
   if (!hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) return p;
-  _hak_secure_quarantine_enter(s, p, op);
+  size_t len = _hak_secure_quarantine_enter(s, p, op);
   quar_t* q = quar_get();
-  if (q == QUAR_DEAD) {
-    _hak_secure_quarantine_leave(s, p);
-    return p;
-  }
-  q->slot[(q->head + q->n) % QUAR_CAP] = p;
+  if (q == QUAR_DEAD) return p;
+  q->slot[(q->head + q->n) % QUAR_CAP] = (quar_slot_t){ p, (uint32_t)len, s->bsize };
   q->n++;
   q->bytes += s->bsize;
   if (q->n < QUAR_CAP && q->bytes <= (size_t)hak_opt(SECURE_QUARANTINE)) return NULL;

@@ -96,7 +96,7 @@ static bool trailer_valid(const void* b, uint32_t bsize, uint64_t t) {
  * not live, a broken trailer, a broken canary after the request, and the
  * trailer of the block below, which an underflow of even one byte changes
  * (block 0 of a slab is never handed out, so every block has one). */
-static void check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
+static size_t check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
   size_t req = 0;
   int st = state_of(s, b, t, &req);
   if (st == HAK_SEC_FREE || st == HAK_SEC_REMOTE) {
@@ -117,6 +117,7 @@ below:;
   if (off >= s->bsize && !trailer_valid((uint8_t*)b - s->bsize, s->bsize, hak_load64((uint8_t*)b - 8)))
     _hak_fatal("hakmem: heap underflow detected below block %p (size %u): the block below's trailer was overwritten, "
                "in %s()\n", b, s->bsize, op);
+  return req;
 }
 
 /* A block that leaves the quarantine must still say so: anything else is
@@ -143,19 +144,32 @@ void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) {
 
 /* The quarantine takes a block: claim the trailer with one atomic exchange
  * (two threads freeing the same block cannot both pass), check everything,
- * fill all but the trailer.  p is a carved block start of slab s. */
-void _hak_secure_quarantine_enter(hak_slab_t* s, void* b, const char* op) {
-  check_live(s, b, __atomic_exchange_n(trailer(s, b), (uint64_t)T_QUAR, __ATOMIC_RELAXED), op);
-  memset(b, (int)(uint8_t)_hak_secure_fill64, s->bsize - 8);
+ * and fill what the owner could write: the request and the canary (the rest
+ * of the block, but the trailer, holds fill already: carving filled it, and
+ * every free refills what the owner had).  Returns that length in bytes, a
+ * multiple of 8; p is a carved block start of slab s. */
+typedef uint64_t v2u64 __attribute__((vector_size(16)));
+size_t _hak_secure_quarantine_enter(hak_slab_t* s, void* b, const char* op) {
+  size_t req = check_live(s, b, __atomic_exchange_n(trailer(s, b), (uint64_t)T_QUAR, __ATOMIC_RELAXED), op);
+  size_t n = (req + CANARY + 7) / 8;   /* words; <= (bsize - 8) / 8 */
+  uint64_t f = _hak_secure_fill64;
+  v2u64 fv = { f, f };
+  v2u64* v = b;   /* 16-byte aligned */
+  if (n > 8) {   /* libc's memset has the wider stores; for a few words its call costs more */
+    memset(b, (int)(uint8_t)f, n * 8);
+    return n * 8;
+  }
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2) *v++ = fv;
+  if (i < n) ((uint64_t*)b)[i] = f;
+  return n * 8;
 }
 
-/* ... and lets it go: the fill must be intact (a write after free).  The
- * whole block but its trailer, 64 bytes a step (SSE2 vectors, blocks are
- * 16-byte aligned and sized), then the last word. */
-typedef uint64_t v2u64 __attribute__((vector_size(16)));
-void _hak_secure_quarantine_leave(hak_slab_t* s, void* b) {
+/* ... and lets it go: those bytes must still be fill (a write after free),
+ * 64 bytes a step (SSE2 vectors), then word by word. */
+void _hak_secure_quarantine_leave(void* b, size_t len, uint32_t bsize) {
   const uint64_t* w = b;
-  size_t n = (s->bsize - 8) / 8;   /* odd: bsize is a multiple of 16 */
+  size_t n = len / 8;
   uint64_t f = _hak_secure_fill64;
   v2u64 fv = { f, f }, acc = { 0, 0 };
   const v2u64* v = b;
@@ -166,7 +180,7 @@ void _hak_secure_quarantine_leave(hak_slab_t* s, void* b) {
   if (hak_unlikely(bad != 0)) {
     i = 0;
     while (w[i] == f) i++;
-    _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", b, s->bsize, i * 8);
+    _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", b, bsize, i * 8);
   }
 }
 
