@@ -335,6 +335,7 @@ int  _hak_secure_state(hak_slab_t* s, const void* b, size_t* req);
 void _hak_secure_carve_fill(void* b, uint32_t bsize);
 void _hak_secure_shuffle(void** v, size_t n);
 void _hak_secure_segment_guards(hak_segment_t* seg);
+bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages, bool open);
 void* _hak_secure_quarantine(void* p, const char* op);
 size_t _hak_secure_quarantine_enter(hak_slab_t* s, void* b, const char* op);
 void _hak_secure_quarantine_leave(void* b, size_t len, uint32_t bsize);
@@ -345,6 +346,7 @@ void _hak_secure_large_alloc(hak_segment_t* seg);
 void _hak_secure_large_check(hak_segment_t* seg, const char* op);
 void _hak_secure_large_quarantine(hak_segment_t* seg);
 void _hak_secure_large_flush(void);
+hak_segment_t* _hak_secure_large_take(size_t need);
 void _hak_secure_large_fork(int stage);
 void* _hak_zero_alloc(void);
 bool _hak_zero_free(hak_segment_t* seg, void* p, const char* op);
@@ -360,6 +362,7 @@ hak_inline int _hak_secure_state(hak_slab_t* s, const void* b, size_t* req) { (v
 hak_inline void _hak_secure_carve_fill(void* b, uint32_t bsize) { (void)b, (void)bsize; }
 hak_inline void _hak_secure_shuffle(void** v, size_t n) { (void)v, (void)n; }
 hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
+hak_inline bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages, bool open) { (void)seg, (void)idx, (void)npages, (void)open; return true; }
 hak_inline void* _hak_secure_quarantine(void* p, const char* op) { (void)op; return p; }
 hak_inline void _hak_secure_flush(bool dying) { (void)dying; }
 hak_inline void _hak_secure_init(void) {}
@@ -367,6 +370,7 @@ hak_inline void _hak_secure_large_alloc(hak_segment_t* seg) { (void)seg; }
 hak_inline void _hak_secure_large_check(hak_segment_t* seg, const char* op) { (void)seg, (void)op; }
 hak_inline void _hak_secure_large_quarantine(hak_segment_t* seg) { (void)seg; }
 hak_inline void _hak_secure_large_flush(void) {}
+hak_inline hak_segment_t* _hak_secure_large_take(size_t need) { (void)need; return NULL; }
 hak_inline void _hak_secure_large_fork(int stage) { (void)stage; }
 hak_inline void* _hak_zero_alloc(void) { return NULL; }
 hak_inline bool _hak_zero_free(hak_segment_t* seg, void* p, const char* op) { (void)seg, (void)p, (void)op; return false; }

@@ -181,7 +181,9 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   bool guard = HAK_SECURE && off == HAK_LARGE_HDR;   /* secure: the block ends at a guard page */
   if (guard) need += HAK_OS_PAGE;
   hak_segment_t* seg = NULL;
-  if (off == HAK_LARGE_HDR) {
+  if (HAK_SECURE && off == HAK_LARGE_HDR) {
+    seg = _hak_secure_large_take(need);
+  } else if (off == HAK_LARGE_HDR) {
     /* a site whose blocks grow by realloc: first a cached block that
      * covers what this one will grow to */
     if (final_size / 2 > size && final_size <= HAK_MAX_SIZE - HAK_LARGE_HDR) {
@@ -198,8 +200,7 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     if (seg == NULL) seg = _hak_batch_take(need);
   }
   if (seg == NULL) {
-    /* (secure: no headroom; the block is never reused, see quarantine.c) */
-    size_t map = off == HAK_LARGE_HDR && !HAK_SECURE ? _hak_bigcache_map_size(need) : need;
+    size_t map = off == HAK_LARGE_HDR ? _hak_bigcache_map_size(need) : need;
     _hak_os_reserve = true;   /* user-sized: subject to the overcommit policy */
     seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE);
     if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE);
@@ -228,7 +229,8 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
      * caller's up to HAK_LARGE_HDR: memalign & co.) */
     size_t body = hak_align_up(size, HAK_OS_PAGE), a = align > 16 ? align : 16;
     seg->large_off = (off + body - size) & ~(a - 1);   /* >= off: off is a multiple of a */
-    if (_hak_os_protect((uint8_t*)seg + off + body, HAK_OS_PAGE, PROT_NONE)) seg->guard_off = off + body;
+    /* (and the mapping's headroom after it: a write far past the block faults too) */
+    if (_hak_os_protect((uint8_t*)seg + off + body, seg->map_size - off - body, PROT_NONE)) seg->guard_off = off + body;
   }
   seg->large_size = size;
   seg->used_pages = 1;   /* live; 0 while cached or parked */

@@ -97,11 +97,14 @@ void* _hak_secure_quarantine_pop(bool dying) {
  * A freed large block is made PROT_NONE (from the page of its first byte to
  * its end; the header page stays readable, so a second free is still named
  * a double free) and held in a process-wide FIFO of LARGE_QUAR_N blocks and
- * at most LARGE_QUAR_BYTES; the block that leaves is unmapped.  So a read or
- * write after free faults, malloc never returns a block just freed, and no
- * large block is ever handed out again with an earlier owner's bytes (new
- * mappings are zero).  The BigCache is not used. */
+ * at most LARGE_QUAR_BYTES of requests; the block that leaves is unmapped.  A new large
+ * block may take the mapping of one of them, but never of the LARGE_QUAR_NEW
+ * most recently freed, and its bytes are filled first (large.c).  So a read
+ * or write after free faults while the block is held, malloc does not
+ * return a block just freed, and no earlier owner's bytes are handed out.
+ * This is the secure build's BigCache, which it does not use otherwise. */
 #define LARGE_QUAR_N     16
+#define LARGE_QUAR_NEW   4
 #define LARGE_QUAR_BYTES ((size_t)64 << 20)
 static pthread_mutex_t lq_lock = PTHREAD_MUTEX_INITIALIZER;
 static hak_segment_t* lq_slot[LARGE_QUAR_N];
@@ -116,10 +119,10 @@ void _hak_secure_large_quarantine(hak_segment_t* seg) {
   pthread_mutex_lock(&lq_lock);
   lq_slot[(lq_head + lq_n) % LARGE_QUAR_N] = seg;
   lq_n++;
-  lq_bytes += seg->map_size;
+  lq_bytes += seg->large_size;
   while (lq_n == LARGE_QUAR_N || (lq_bytes > LARGE_QUAR_BYTES && lq_n > 1)) {
     out[nout++] = lq_slot[lq_head];
-    lq_bytes -= lq_slot[lq_head]->map_size;
+    lq_bytes -= lq_slot[lq_head]->large_size;
     lq_head = (lq_head + 1) % LARGE_QUAR_N;
     lq_n--;
   }
@@ -134,7 +137,7 @@ void _hak_secure_large_flush(void) {
     hak_segment_t* seg = NULL;
     if (lq_n > 0) {
       seg = lq_slot[lq_head];
-      lq_bytes -= seg->map_size;
+      lq_bytes -= seg->large_size;
       lq_head = (lq_head + 1) % LARGE_QUAR_N;
       lq_n--;
     }
@@ -142,6 +145,33 @@ void _hak_secure_large_flush(void) {
     if (seg == NULL) return;
     _hak_unmap_large(seg);
   }
+}
+
+/* A held mapping for a new large block of `need` bytes (header, block,
+ * guard page) of the size a new one would get or smaller, made accessible up
+ * to its guard page; NULL when none fits. */
+hak_segment_t* _hak_secure_large_take(size_t need) {
+  hak_segment_t* seg = NULL;
+  pthread_mutex_lock(&lq_lock);
+  for (size_t k = 0; k + LARGE_QUAR_NEW < lq_n; k++) {
+    size_t i = (lq_head + k) % LARGE_QUAR_N;
+    hak_segment_t* c = lq_slot[i];
+    if (c->map_size >= need && c->map_size <= _hak_bigcache_map_size(need)) {
+      seg = c;
+      lq_slot[i] = lq_slot[lq_head];   /* (the FIFO order of the rest changes a little) */
+      lq_bytes -= seg->large_size;
+      lq_head = (lq_head + 1) % LARGE_QUAR_N;
+      lq_n--;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&lq_lock);
+  if (seg != NULL &&
+      !_hak_os_protect((uint8_t*)seg + HAK_LARGE_HDR, need - HAK_OS_PAGE - HAK_LARGE_HDR, PROT_READ | PROT_WRITE)) {
+    _hak_unmap_large(seg);
+    seg = NULL;
+  }
+  return seg;
 }
 
 void _hak_secure_large_fork(int stage) {

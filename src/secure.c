@@ -209,10 +209,17 @@ void _hak_secure_shuffle(void** v, size_t n) {
 }
 
 /* Guard pages of a new SuperSlab: the top of page 0 (below the first slab)
- * and the whole last page (above the last slab) are inaccessible. */
+ * and the whole last page (above the last slab) are inaccessible, and so is
+ * every slab page until a slab takes it (_hak_secure_slab_pages): a write
+ * far past a block (a bad index) meets an inaccessible page unless it lands
+ * in another slab.  mprotect runs when a slab is made or released, never
+ * per block. */
 void _hak_secure_segment_guards(hak_segment_t* seg) {
-  _hak_os_protect((uint8_t*)seg + HAK_PAGE_SIZE - HAK_OS_PAGE, HAK_OS_PAGE, PROT_NONE);
-  _hak_os_protect((uint8_t*)seg + HAK_SEG_SIZE - HAK_PAGE_SIZE, HAK_PAGE_SIZE, PROT_NONE);
+  size_t from = HAK_PAGE_SIZE - HAK_OS_PAGE;
+  _hak_os_protect((uint8_t*)seg + from, HAK_SEG_SIZE - from, PROT_NONE);
+}
+bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages, bool open) {
+  return _hak_os_protect((uint8_t*)seg + (idx << HAK_PAGE_SHIFT), npages << HAK_PAGE_SHIFT, open ? PROT_READ | PROT_WRITE : PROT_NONE);
 }
 #endif /* HAK_SECURE */
 
@@ -227,6 +234,8 @@ _Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR - LARGE_CANARY, "the canar
 void _hak_secure_large_alloc(hak_segment_t* seg) {
   uint64_t* c = (uint64_t*)((uint8_t*)seg + seg->large_off - LARGE_CANARY);
   for (int i = 0; i < LARGE_CANARY / 8; i++) c[i] = hak_sec_cookie(&c[i]);
+  /* a mapping taken from the quarantine: no earlier owner's bytes */
+  if (!seg->large_fresh) memset((uint8_t*)seg + seg->large_off, (int)(uint8_t)_hak_secure_fill64, seg->large_size);
 }
 
 void _hak_secure_large_check(hak_segment_t* seg, const char* op) {

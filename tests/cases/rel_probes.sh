@@ -6,7 +6,8 @@
 # column is what the default build caught when the probes were written (no
 # regression); the secure column is what the secure build's mechanisms
 # guarantee (docs/SECURITY.md: canaries and trailers, the quarantine and its
-# fill, zero-size blocks, large blocks made PROT_NONE, exact sized delete).  A hakmem abort must come with exactly one "hakmem:" line naming
+# fill, zero-size blocks, free slab pages and large blocks made PROT_NONE,
+# exact sized delete).  A hakmem abort must come with exactly one "hakmem:" line naming
 # an address.  Probes caught beyond the table are printed, not failed.
 # The table is the source of the probe rows of docs/SECURITY.md.
 set -euo pipefail
@@ -23,8 +24,8 @@ overflow_1             262144  -  C
 overflow_32                 8  -  C
 overflow_32              4096  -  C
 overflow_32            262144  -  C
-overflow_1m                 8  -  -
-overflow_1m              4096  -  -
+overflow_1m                 8  -  C
+overflow_1m              4096  -  C
 overflow_1m            262144  C  C
 underflow_1                 8  -  C
 underflow_1              4096  -  C
