@@ -97,14 +97,17 @@ void* _hak_secure_quarantine_pop(bool dying) {
  * A freed large block is made PROT_NONE (from the page of its first byte to
  * its end; the header page stays readable, so a second free is still named
  * a double free) and held in a process-wide FIFO of LARGE_QUAR_N blocks and
- * at most LARGE_QUAR_BYTES of requests; the block that leaves is unmapped.  A new large
- * block may take the mapping of one of them, but never of the LARGE_QUAR_NEW
- * most recently freed, and its bytes are filled first (large.c).  So a read
- * or write after free faults while the block is held, malloc does not
- * return a block just freed, and no earlier owner's bytes are handed out.
- * This is the secure build's BigCache, which it does not use otherwise. */
+ * at most LARGE_QUAR_BYTES of requests; the block that leaves is unmapped.
+ * A new large block may take the mapping of one of them, but never of the
+ * LARGE_QUAR_NEW most recently freed, and is filled first (secure.c).  Its
+ * pages are kept rather than dropped: on this project's machine (a VM) a
+ * page fault costs more than filling the page (malloc-large: 100 s with
+ * the fill, 280 s with MADV_DONTNEED and fresh pages; the default 8-15 s).  So a read or write after free faults while the block is held,
+ * malloc does not return a block just freed, and no earlier owner's bytes
+ * are handed out.  This is the secure build's BigCache, which it does not
+ * use otherwise. */
 #define LARGE_QUAR_N     16
-#define LARGE_QUAR_NEW   4
+#define LARGE_QUAR_NEW   1
 #define LARGE_QUAR_BYTES ((size_t)64 << 20)
 static pthread_mutex_t lq_lock = PTHREAD_MUTEX_INITIALIZER;
 static hak_segment_t* lq_slot[LARGE_QUAR_N];

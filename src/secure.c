@@ -234,7 +234,8 @@ _Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR - LARGE_CANARY, "the canar
 void _hak_secure_large_alloc(hak_segment_t* seg) {
   uint64_t* c = (uint64_t*)((uint8_t*)seg + seg->large_off - LARGE_CANARY);
   for (int i = 0; i < LARGE_CANARY / 8; i++) c[i] = hak_sec_cookie(&c[i]);
-  /* a mapping taken from the quarantine: no earlier owner's bytes */
+  /* a mapping taken from the quarantine whose pages could not be dropped:
+   * no earlier owner's bytes */
   if (!seg->large_fresh) memset((uint8_t*)seg + seg->large_off, (int)(uint8_t)_hak_secure_fill64, seg->large_size);
 }
 
