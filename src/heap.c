@@ -322,7 +322,6 @@ static bool slab_pages_free(hak_slab_t* s) {
   atomic_fetch_sub_explicit(&_hak_stat_slab_pages, n, memory_order_relaxed);
   seg->free_pages |= mask;
   seg->used_pages -= n;
-  _hak_secure_slab_pages(seg, idx, n, false);
   if (seg->used_pages != 0 || hak_load_relaxed(&_hak_seg_cached) < (size_t)hak_opt(SEG_CACHE))
     _hak_pages_freed(seg, mask);   /* else the whole segment is unmapped by the caller */
   return seg->used_pages == 0;
@@ -368,10 +367,13 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
     seglist_push(&h->segs, seg);
     idx = find_run(seg->free_pages, npages);
   }
-  /* secure: free pages are PROT_NONE; no more mappings (vm.max_map_count)
-   * is out of memory */
-  if (HAK_SECURE && !_hak_secure_slab_pages(seg, idx, npages, true)) return NULL;
   uint64_t mask = (((uint64_t)1 << npages) - 1) << idx;
+  /* secure: pages never used are PROT_NONE; no more mappings
+   * (vm.max_map_count) is out of memory */
+  if (HAK_SECURE && (mask & ~seg->sec_open)) {
+    if (!_hak_secure_slab_pages(seg, idx, npages)) return NULL;
+    seg->sec_open |= mask;
+  }
   seg->free_pages &= ~mask;
   seg->used_pages += npages;
   _hak_pages_reused(seg, mask);

@@ -177,7 +177,10 @@ typedef struct hak_segment_s {
   uint64_t aged_ms;
   uint64_t dirty_since;              /* ms when dirty_pages last became non-empty (cached segments) */
   size_t large_peak;                 /* largest size this mapping served (touched extent) */
-  size_t guard_off;                  /* secure: offset of the PROT_NONE page after the block */
+  union {
+    size_t guard_off;                /* secure, large: offset of the PROT_NONE page after the block */
+    uint64_t sec_open;               /* secure, small: pages made accessible (bit = page) */
+  };
   uint32_t site;                     /* call-site entry of a large block (HAK_SITES: none) */
   uint8_t prefaulted;
   uint8_t pieced;                    /* two mappings moved together: mremap cannot grow it */
@@ -335,7 +338,7 @@ int  _hak_secure_state(hak_slab_t* s, const void* b, size_t* req);
 void _hak_secure_carve_fill(void* b, uint32_t bsize);
 void _hak_secure_shuffle(void** v, size_t n);
 void _hak_secure_segment_guards(hak_segment_t* seg);
-bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages, bool open);
+bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages);
 void* _hak_secure_quarantine(void* p, const char* op);
 size_t _hak_secure_quarantine_enter(hak_slab_t* s, void* b, const char* op);
 void _hak_secure_quarantine_leave(void* b, size_t len, uint32_t bsize);
@@ -362,7 +365,7 @@ hak_inline int _hak_secure_state(hak_slab_t* s, const void* b, size_t* req) { (v
 hak_inline void _hak_secure_carve_fill(void* b, uint32_t bsize) { (void)b, (void)bsize; }
 hak_inline void _hak_secure_shuffle(void** v, size_t n) { (void)v, (void)n; }
 hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
-hak_inline bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages, bool open) { (void)seg, (void)idx, (void)npages, (void)open; return true; }
+hak_inline bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) { (void)seg, (void)idx, (void)npages; return true; }
 hak_inline void* _hak_secure_quarantine(void* p, const char* op) { (void)op; return p; }
 hak_inline void _hak_secure_flush(bool dying) { (void)dying; }
 hak_inline void _hak_secure_init(void) {}

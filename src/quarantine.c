@@ -27,11 +27,19 @@ typedef struct {
 } quar_t;
 static __thread quar_t* tls_quar;
 #define QUAR_DEAD ((quar_t*)1)   /* the thread has exited: free at once */
+/* rings of exited threads, for the next threads (no mmap/munmap per thread) */
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static quar_t* ring_pool;   /* linked through slot[0].p */
 
 static quar_t* quar_get(void) {
   quar_t* q = tls_quar;
   if (hak_likely(q != NULL)) return q;
-  q = _hak_os_map(sizeof(quar_t), NULL);   /* zero: empty */
+  pthread_mutex_lock(&ring_lock);
+  q = ring_pool;
+  if (q != NULL) ring_pool = q->slot[0].p;
+  pthread_mutex_unlock(&ring_lock);
+  if (q != NULL) q->slot[0].p = NULL;   /* empty: n == 0 */
+  else q = _hak_os_map(sizeof(quar_t), NULL);   /* zero: empty */
   tls_quar = q != NULL ? q : QUAR_DEAD;    /* no memory: no quarantine for this thread */
   return tls_quar;
 }
@@ -87,7 +95,11 @@ void* _hak_secure_quarantine_pop(bool dying) {
   if (q == NULL || q == QUAR_DEAD) return NULL;
   if (q->n > 0) return quar_take(q);
   if (dying) {
-    _hak_os_unmap(q, sizeof(quar_t));
+    q->head = q->bytes = 0;
+    pthread_mutex_lock(&ring_lock);
+    q->slot[0].p = ring_pool;
+    ring_pool = q;
+    pthread_mutex_unlock(&ring_lock);
     tls_quar = QUAR_DEAD;
   }
   return NULL;
@@ -178,8 +190,15 @@ hak_segment_t* _hak_secure_large_take(size_t need) {
 }
 
 void _hak_secure_large_fork(int stage) {
-  if (stage == 0) pthread_mutex_lock(&lq_lock);
-  else if (stage == 1) pthread_mutex_unlock(&lq_lock);
-  else pthread_mutex_init(&lq_lock, NULL);
+  if (stage == 0) {
+    pthread_mutex_lock(&lq_lock);
+    pthread_mutex_lock(&ring_lock);
+  } else if (stage == 1) {
+    pthread_mutex_unlock(&ring_lock);
+    pthread_mutex_unlock(&lq_lock);
+  } else {
+    pthread_mutex_init(&ring_lock, NULL);
+    pthread_mutex_init(&lq_lock, NULL);
+  }
 }
 #endif /* HAK_SECURE */

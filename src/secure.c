@@ -210,16 +210,18 @@ void _hak_secure_shuffle(void** v, size_t n) {
 
 /* Guard pages of a new SuperSlab: the top of page 0 (below the first slab)
  * and the whole last page (above the last slab) are inaccessible, and so is
- * every slab page until a slab takes it (_hak_secure_slab_pages): a write
- * far past a block (a bad index) meets an inaccessible page unless it lands
- * in another slab.  mprotect runs when a slab is made or released, never
- * per block. */
+ * every slab page until a slab first takes it (_hak_secure_slab_pages,
+ * seg->sec_open): a write far past a block (a bad index) meets an
+ * inaccessible page unless it lands in a slab.  A page stays accessible
+ * once used: protecting it again at every slab release cost espresso 3.8x
+ * and mstress 11x the default's time (an mprotect per slab made and
+ * released, measured 2026-11-24). */
 void _hak_secure_segment_guards(hak_segment_t* seg) {
   size_t from = HAK_PAGE_SIZE - HAK_OS_PAGE;
   _hak_os_protect((uint8_t*)seg + from, HAK_SEG_SIZE - from, PROT_NONE);
 }
-bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages, bool open) {
-  return _hak_os_protect((uint8_t*)seg + (idx << HAK_PAGE_SHIFT), npages << HAK_PAGE_SHIFT, open ? PROT_READ | PROT_WRITE : PROT_NONE);
+bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) {
+  return _hak_os_protect((uint8_t*)seg + (idx << HAK_PAGE_SHIFT), npages << HAK_PAGE_SHIFT, PROT_READ | PROT_WRITE);
 }
 #endif /* HAK_SECURE */
 
