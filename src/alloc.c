@@ -9,8 +9,12 @@
 hak_inline void* hak_malloc_inline(size_t n) {
   hak_heap_t* h = hak_heap_get();
   size_t cls, need = n + HAK_TRAILER;
+  /* secure: malloc(0) gets an inaccessible block (zeroblock.c) */
+  if (HAK_SECURE && hak_unlikely(n == 0)) return _hak_zero_alloc();
   if (hak_likely(n <= HAK_SMALL_FAST_MAX - HAK_TRAILER)) cls = hak_class_of_small(need);
-  else if (need <= HAK_MEDIUM_MAX && need > n) cls = hak_class_of(need);
+  /* secure, HAKMEM_SECURE_GUARD_MEDIUM: blocks from that size up take the
+   * generic path, which maps them like large blocks (ending at a guard page) */
+  else if (need <= HAK_MEDIUM_MAX && need > n && (!HAK_SECURE || n < _hak_secure_guard_min)) cls = hak_class_of(need);
   else return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
   hak_slab_t* s = h->cls[cls].cur;
   hak_block_t* b = s->free;
@@ -31,8 +35,8 @@ hak_inline hak_slab_t* page_slab(const void* p) {
 /* One test for the common case: the block's slab is owned by this thread's
  * heap and not full.  The block must also be an already carved block start
  * (one multiply and compare) and not carry the free cookie (secure build: its
- * trailer must say live and its canary be intact, internal.h). */
-hak_inline void hak_free_inline(void* p, const char* op) {
+ * trailer must say it comes from the quarantine, internal.h). */
+hak_inline void hak_free_block(void* p, const char* op) {
   if (hak_likely(hak_segmap_contains(p))) {
     hak_heap_t* h = hak_heap_get();
     hak_slab_t* s = page_slab(p);
@@ -62,6 +66,22 @@ hak_inline void hak_free_inline(void* p, const char* op) {
   }
   _hak_free_generic(p, op);
 }
+/* free: the secure build first checks and quarantines a small block, and
+ * frees the block that leaves the quarantine (quarantine.c). */
+hak_inline void hak_free_inline(void* p, const char* op) {
+  if (HAK_SECURE) {
+    p = _hak_secure_quarantine(p, op);
+    if (p == NULL) return;
+  }
+  hak_free_block(p, op);
+}
+#if HAK_SECURE
+/* Free every block this thread's quarantine holds (thread exit, collect). */
+void _hak_secure_flush(bool dying) {
+  void* b;
+  while ((b = _hak_secure_quarantine_pop(dying)) != NULL) hak_free_block(b, "free");
+}
+#endif
 
 /* The common case as cheap as free's: a live block in its slab's first page,
  * with the same checks (carved block start, no free cookie); everything else,
@@ -88,6 +108,21 @@ hak_api void hak_free(void* p) { hak_free_inline(p, "free"); }
  * legitimate size there).  `exact` is for C++ sized delete, whose memory
  * comes from plain operator new; C's free_sized is only checked from above,
  * since programs also hand it memory from the aligned calls. */
+#if HAK_SECURE
+/* The request of a live small block of the secure build (its trailer). */
+static bool secure_request(hak_segment_t* seg, const void* p, size_t* req) {
+  if (seg->kind != HAK_SEG_SMALL) return false;
+  hak_slab_t* s = &seg->slabs[((uintptr_t)p >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
+  if (hak_load_relaxed(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
+  uintptr_t xo = hak_load_relaxed(&s->xowner);
+  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return false;
+  if (!hak_is_carved_block(s, (uintptr_t)p - (uintptr_t)slab_start(s), __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))
+    return false;
+  return _hak_secure_state(s, p, req) == HAK_SEC_LIVE;
+}
+#else
+hak_inline bool secure_request(hak_segment_t* seg, const void* p, size_t* req) { (void)seg, (void)p, (void)req; return false; }
+#endif
 hak_inline void sized_check(const void* p, size_t n, bool exact, const char* op) {
   if (p == NULL || !hak_segmap_contains(p)) return;
   hak_segment_t* seg = hak_segment_of(p);
@@ -101,6 +136,15 @@ hak_inline void sized_check(const void* p, size_t n, bool exact, const char* op)
     if (xo == HAK_OWNER_TAIL) s -= s->head_off;
     else if (xo == HAK_OWNER_UNUSED) return;   /* free reports */
     usable = s->bsize - HAK_TRAILER;
+  }
+  if (HAK_SECURE && exact) {
+    /* secure: the block knows its request (the trailer, the large header):
+     * a C++ sized delete must name exactly that */
+    size_t req = usable;
+    if (seg->kind == HAK_SEG_LARGE) req = seg->large_size;
+    else if (!secure_request(seg, p, &req)) return;   /* not a live block: free reports */
+    if (n != req) _hak_size_mismatch(op, p, n, req);
+    return;
   }
   if (n > usable || (exact && usable > 32 && n < usable / 2 - 16))
     _hak_size_mismatch(op, p, n, usable);
@@ -257,6 +301,8 @@ hak_api int hak_owns(const void* p) { return _hak_is_live_block(p); }
  * batch, this thread's empty slabs and free pages (after adopting abandoned
  * segments), and the cached SuperSlabs. */
 hak_api void hak_collect(void) {
+  _hak_secure_flush(false);   /* secure: the quarantines too */
+  _hak_secure_large_flush();
   _hak_bigcache_expire(0);
   _hak_batch_flush();
   _hak_collect_heap(hak_heap_get());

@@ -129,6 +129,12 @@ static bool slab_extend(hak_slab_t* s) {
       v[i] = p + (size_t)i * bsize;
       _hak_secure_carve_fill(v[i], bsize);
     }
+    /* block 0 of a slab is never handed out: every block handed out has a
+     * block below whose trailer shows an underflow (secure.c check_live) */
+    uint32_t skip = bump == 0;
+    for (uint32_t i = 0; i < count - skip; i++) v[i] = v[i + skip];
+    count -= skip;
+    if (count == 0) return false;
     _hak_secure_shuffle(v, count);
     for (uint32_t i = 0; i < count; i++)
       hak_block_set_next((hak_block_t*)v[i], i + 1 < count ? (hak_block_t*)v[i + 1] : s->free);
@@ -382,6 +388,12 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
     idx = find_run(seg->free_pages, npages);
   }
   uint64_t mask = (((uint64_t)1 << npages) - 1) << idx;
+  /* secure: pages never used are PROT_NONE; no more mappings
+   * (vm.max_map_count) is out of memory */
+  if (HAK_SECURE && (mask & ~seg->sec_open)) {
+    if (!_hak_secure_slab_pages(seg, idx, npages)) return NULL;
+    seg->sec_open |= mask;
+  }
   seg->free_pages &= ~mask;
   seg->used_pages += npages;
   _hak_pages_reused(seg, mask);
@@ -458,7 +470,7 @@ void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uintptr_t si
   }
   size_t cls, need = size + HAK_TRAILER;
   if (align <= 16) {
-    if (need > HAK_MEDIUM_MAX) return _hak_large_alloc(size, 16, false, site);
+    if (need > HAK_MEDIUM_MAX || (HAK_SECURE && size >= _hak_secure_guard_min)) return _hak_large_alloc(size, 16, false, site);
     cls = hak_class_of(need);
     if (HAK_SECURE && cls == 0) cls = 1;   /* no 16-byte class (internal.h) */
   } else {
@@ -635,6 +647,10 @@ void _hak_free_generic(void* p, const char* op) {
     _hak_large_free(seg, p, op);
     return;
   }
+  if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) {
+    _hak_zero_free(seg, p, op);
+    return;
+  }
   hak_slab_t* s = slab_of_checked(seg, p, op);
   if (s == NULL) return;
   hak_heap_t* h = hak_heap_get();
@@ -678,6 +694,11 @@ size_t _hak_usable_size(const void* p, const char* op) {
     }
     return _hak_large_usable(seg);
   }
+  if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) {
+    int st = _hak_zero_state(seg, p);
+    if (st != 1) _hak_invalid_pointer(op, p, st == 0 ? "block was freed" : "not the start of a block");
+    return 0;
+  }
   hak_slab_t* s = slab_of_checked(seg, p, op);
   if (s == NULL) return 0;
   /* a freed block carries the free cookie (forged only with 2^-64 odds);
@@ -705,6 +726,7 @@ bool _hak_is_live_block(const void* p) {
   }
   hak_segment_t* seg = hak_segment_of(p);
   if (seg->kind == HAK_SEG_LARGE) return (const uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1;
+  if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) return _hak_zero_state(seg, p) == 1;
   size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT;
   const hak_slab_t* s = &seg->slabs[idx];
   uintptr_t xo = hak_load_acquire(&s->xowner);

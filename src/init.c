@@ -103,6 +103,7 @@ void _hak_double_free(const char* op, const void* p, size_t size) {
 /* ---------------------------------------------------------------- threads */
 static void thread_done(void* arg) {
   hak_heap_t* h = arg;
+  if (_hak_tls_heap == h) _hak_secure_flush(true);   /* its blocks go home while the heap is still ours */
   if (_hak_tls_heap == h) _hak_tls_heap = &_hak_heap_empty;
   _hak_heap_abandon(h);
 }
@@ -168,6 +169,7 @@ void _hak_process_init(void) {
   _hak_cookie_key = random_seed() | 1;
   _hak_list_key = random_seed() * 0xD6E8FEB86659FD93ull;
   _hak_options_init();
+  _hak_secure_init();   /* the fill byte: fixed from here on */
   if (pthread_key_create(&thread_key, thread_done) == 0) hak_store_release(&thread_key_ok, 1);
   hak_store_release(&_hak_initialized, 2);
   if (hak_opt(PREWARM) > 0) _hak_segments_prewarm((size_t)hak_opt(PREWARM));

@@ -178,7 +178,10 @@ typedef struct hak_segment_s {
   uint64_t aged_ms;
   uint64_t dirty_since;              /* ms when dirty_pages last became non-empty (cached segments) */
   size_t large_peak;                 /* largest size this mapping served (touched extent) */
-  size_t guard_off;                  /* secure: offset of the PROT_NONE page after the block */
+  union {
+    size_t guard_off;                /* secure, large: offset of the PROT_NONE page after the block */
+    uint64_t sec_open;               /* secure, small: pages made accessible (bit = page) */
+  };
   uint32_t site;                     /* call-site entry of a large block (HAK_SITES: none) */
   uint8_t prefaulted;
   uint8_t pieced;                    /* two mappings moved together: mremap cannot grow it */
@@ -350,8 +353,9 @@ void  _hak_large_fork_prepare(void);
 void  _hak_large_fork_parent(void);
 void  _hak_large_fork_child(void);
 
-/* secure.c (no-ops in the default build).  The per-operation checks are
- * inline (below, after the slab helpers); secure.c holds the rare paths. */
+/* secure.c, quarantine.c, zeroblock.c (no-ops in the default build).  The
+ * per-operation checks are inline (below, after the slab helpers); those
+ * files hold the rare paths. */
 void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b, size_t req);   /* HAK_SECURE only */
 #if HAK_SECURE
 void _hak_secure_free(hak_slab_t* s, void* b, const char* op);
@@ -361,6 +365,25 @@ int  _hak_secure_state(hak_slab_t* s, const void* b, size_t* req);
 void _hak_secure_carve_fill(void* b, uint32_t bsize);
 void _hak_secure_shuffle(void** v, size_t n);
 void _hak_secure_segment_guards(hak_segment_t* seg);
+bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages);
+void* _hak_secure_quarantine(void* p, const char* op);
+size_t _hak_secure_quarantine_enter(hak_slab_t* s, void* b, const char* op);
+void _hak_secure_quarantine_leave(void* b, size_t len, uint32_t bsize);
+void* _hak_secure_quarantine_pop(bool dying);
+void _hak_secure_flush(bool dying);
+void _hak_secure_init(void);
+void _hak_secure_large_alloc(hak_segment_t* seg);
+void _hak_secure_large_check(hak_segment_t* seg, const char* op);
+void _hak_secure_large_quarantine(hak_segment_t* seg);
+void _hak_secure_large_flush(void);
+hak_segment_t* _hak_secure_large_take(size_t need);
+void _hak_secure_large_fork(int stage);
+void* _hak_zero_alloc(void);
+bool _hak_zero_free(hak_segment_t* seg, void* p, const char* op);
+int  _hak_zero_state(hak_segment_t* seg, const void* p);
+uint64_t _hak_secure_rand(void);
+extern uint64_t _hak_secure_fill64;
+extern size_t _hak_secure_guard_min;
 #else
 hak_inline void _hak_secure_free(hak_slab_t* s, void* b, const char* op) { (void)s, (void)b, (void)op; }
 hak_inline void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) { (void)s, (void)b, (void)op; }
@@ -369,12 +392,33 @@ hak_inline int _hak_secure_state(hak_slab_t* s, const void* b, size_t* req) { (v
 hak_inline void _hak_secure_carve_fill(void* b, uint32_t bsize) { (void)b, (void)bsize; }
 hak_inline void _hak_secure_shuffle(void** v, size_t n) { (void)v, (void)n; }
 hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
+hak_inline bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) { (void)seg, (void)idx, (void)npages; return true; }
+hak_inline void* _hak_secure_quarantine(void* p, const char* op) { (void)op; return p; }
+hak_inline void _hak_secure_flush(bool dying) { (void)dying; }
+hak_inline void _hak_secure_init(void) {}
+hak_inline void _hak_secure_large_alloc(hak_segment_t* seg) { (void)seg; }
+hak_inline void _hak_secure_large_check(hak_segment_t* seg, const char* op) { (void)seg, (void)op; }
+hak_inline void _hak_secure_large_quarantine(hak_segment_t* seg) { (void)seg; }
+hak_inline void _hak_secure_large_flush(void) {}
+hak_inline hak_segment_t* _hak_secure_large_take(size_t need) { (void)need; return NULL; }
+hak_inline void _hak_secure_large_fork(int stage) { (void)stage; }
+hak_inline void* _hak_zero_alloc(void) { return NULL; }
+hak_inline bool _hak_zero_free(hak_segment_t* seg, void* p, const char* op) { (void)seg, (void)p, (void)op; return false; }
+hak_inline int _hak_zero_state(hak_segment_t* seg, const void* p) { (void)seg, (void)p; return 0; }
+#define _hak_secure_fill64 ((uint64_t)0)
+#define _hak_secure_guard_min SIZE_MAX
 #endif
+/* a segment of zero-size blocks (secure build: malloc(0), zeroblock.c) */
+#define HAK_SEG_ZERO 3
 /* _hak_secure_state: what a small block's trailer says */
 #define HAK_SEC_LIVE    0     /* allocated; *req = the requested size */
 #define HAK_SEC_FREE    1     /* on a free list (or freshly carved) */
 #define HAK_SEC_REMOTE  2     /* freed by another thread, not yet collected */
 #define HAK_SEC_BROKEN  3     /* overwritten */
+/* trailer values of a block that is not live */
+#define HAK_SEC_T_FREE    0   /* on a free list (or freshly carved) */
+#define HAK_SEC_T_REMOTE  1   /* freed by another thread, on a remote list, not yet collected */
+#define HAK_SEC_T_QUAR    2   /* freed, held in a thread's quarantine (quarantine.c) */
 
 /* site.c */
 #define HAK_SITES 1024
@@ -515,35 +559,30 @@ hak_inline void hak_store64(void* p, uint64_t v) { memcpy(p, &v, 8); }
  * and its miss is a tail call). */
 hak_inline uint64_t hak_secure_pop_bad(const hak_block_t* b, uint32_t bsize, uintptr_t n) {
   const uint8_t* p = (const uint8_t*)b;
-  return hak_load64(p + 8) | hak_load64(p + 16) | hak_load64(p + bsize - 8) | ((n ^ (uintptr_t)b) >> HAK_SEG_SHIFT);
+  uint64_t f = _hak_secure_fill64;
+  return (hak_load64(p + 8) ^ f) | (hak_load64(p + 16) ^ f) | hak_load64(p + bsize - 8) |
+         ((n ^ (uintptr_t)b) >> HAK_SEG_SHIFT);
 }
-/* ... then its canary and trailer are written. */
+/* ... then its link is overwritten with fill (the new owner sees only fill:
+ * no previous owner's data, no heap address) and its canary and trailer
+ * are written. */
 hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, size_t req) {
   uint8_t* p = (uint8_t*)b;
+  hak_store64(p, _hak_secure_fill64);
   hak_store64(p + req, HAK_SEC_CANARY64);
   hak_store64(p + bsize - 8, hak_sec_cookie(b) + req + HAK_SEC_LIVE_BIAS);
 }
 
-/* free, owner fast path: the trailer decodes to a request size (x = req + 16
- * <= bsize: the free states decode to about 2^64; x < 16 would take the
- * secret) and the canary right after the request is intact.  False sends
- * the free to the generic path, which reports. */
+/* free of a block the quarantine let go (quarantine.c checked the block
+ * when it entered, filled it, and checks the fill when it leaves): its
+ * trailer must still say "quarantined".  False sends the free to the
+ * generic path, which reports. */
 hak_inline bool hak_secure_free_ok(const hak_slab_t* s, const hak_block_t* b) {
-  const uint8_t* p = (const uint8_t*)b;
-  uint32_t bsize = s->bsize;
-  /* the canary's line depends on the trailer's value: fetch the line before
-   * the trailer's now, where the canary usually is when it is not in the
-   * trailer's line (measured: +6 % on random_mixed; a prefetch never faults) */
-  __builtin_prefetch(p + bsize - 72);
-  uint64_t x = hak_load64(p + bsize - 8) - hak_sec_cookie(b);
-  return x <= bsize && hak_load64(p + x - HAK_SEC_LIVE_BIAS) == HAK_SEC_CANARY64;
+  return hak_load64((const uint8_t*)b + s->bsize - 8) == HAK_SEC_T_QUAR;
 }
-/* free: mark the trailer free (first: bsize is still in a register), fill. */
+/* free: mark the trailer free (the fill is already there). */
 hak_inline void hak_secure_free_fill(const hak_slab_t* s, hak_block_t* b) {
-  uint8_t* p = (uint8_t*)b;
-  hak_store64(p + s->bsize - 8, 0);
-  hak_store64(p + 8, 0);
-  hak_store64(p + 16, 0);
+  hak_store64((uint8_t*)b + s->bsize - 8, HAK_SEC_T_FREE);
 }
 
 hak_inline hak_block_t* hak_slab_pop(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, size_t cls, size_t req) {

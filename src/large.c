@@ -172,7 +172,9 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   bool guard = HAK_SECURE && off == HAK_LARGE_HDR;   /* secure: the block ends at a guard page */
   if (guard) need += HAK_OS_PAGE;
   hak_segment_t* seg = NULL;
-  if (off == HAK_LARGE_HDR) {
+  if (HAK_SECURE && off == HAK_LARGE_HDR) {
+    seg = _hak_secure_large_take(need);
+  } else if (off == HAK_LARGE_HDR) {
     /* a site whose blocks grow by realloc: first a cached block that
      * covers what this one will grow to */
     if (final_size / 2 > size && final_size <= HAK_MAX_SIZE - HAK_LARGE_HDR) {
@@ -217,10 +219,12 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
      * caller's up to HAK_LARGE_HDR: memalign & co.) */
     size_t body = hak_align_up(size, HAK_OS_PAGE), a = align > 16 ? align : 16;
     seg->large_off = (off + body - size) & ~(a - 1);   /* >= off: off is a multiple of a */
-    if (_hak_os_protect((uint8_t*)seg + off + body, HAK_OS_PAGE, PROT_NONE)) seg->guard_off = off + body;
+    /* (and the mapping's headroom after it: a write far past the block faults too) */
+    if (_hak_os_protect((uint8_t*)seg + off + body, seg->map_size - off - body, PROT_NONE)) seg->guard_off = off + body;
   }
   seg->large_size = size;
   seg->used_pages = 1;   /* live; 0 while cached or parked */
+  _hak_secure_large_alloc(seg);
   if (long_lived && !seg->large_fresh && seg->large_peak > size + LARGE_TRIM_MIN) {
     /* a reused block's resident pages beyond the request would idle for the
      * long life of the block: decommit them */
@@ -254,9 +258,10 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     _hak_double_free(op, p, 0);
     return;
   }
+  _hak_secure_large_check(seg, op);
   seg->used_pages = 0;
   _hak_bigcache_unpin(seg, SIZE_MAX);
-  if (seg->guard_off) {
+  if (seg->guard_off && !HAK_SECURE) {   /* (secure: the block is not reused) */
     _hak_os_protect((uint8_t*)seg + seg->guard_off, HAK_OS_PAGE, PROT_READ | PROT_WRITE);
     seg->guard_off = 0;
   }
@@ -267,6 +272,10 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   if (seg->huge_aligned) {
     huge_remove((uintptr_t)p);
     _hak_os_unmap(seg, seg->map_size);
+    return;
+  }
+  if (HAK_SECURE) {   /* not cached: inaccessible for a while, then unmapped */
+    _hak_secure_large_quarantine(seg);
     return;
   }
   if (seg->site == HAK_SITE_NONE) {
@@ -392,6 +401,15 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   return (uint8_t*)nseg + off;
 }
 
-void _hak_large_fork_prepare(void) { pthread_mutex_lock(&huge_lock); }
-void _hak_large_fork_parent(void) { pthread_mutex_unlock(&huge_lock); }
-void _hak_large_fork_child(void) { pthread_mutex_init(&huge_lock, NULL); }
+void _hak_large_fork_prepare(void) {
+  pthread_mutex_lock(&huge_lock);
+  _hak_secure_large_fork(0);
+}
+void _hak_large_fork_parent(void) {
+  _hak_secure_large_fork(1);
+  pthread_mutex_unlock(&huge_lock);
+}
+void _hak_large_fork_child(void) {
+  _hak_secure_large_fork(2);
+  pthread_mutex_init(&huge_lock, NULL);
+}

@@ -60,6 +60,12 @@ typedef enum {
     "one strategy for every site, no learning: none | cache | release | decommit | prefault | populate") \
   X(MESH,         "HAKMEM_MESH",         BOOL, 0, 0, 0, 0, 1, \
     "compact sparse small-block slabs by meshing them onto shared pages (memfd; see docs/DESIGN.md)") \
+  X(SECURE_QUARANTINE, "HAKMEM_SECURE_QUARANTINE", SIZE, 256 << 10, 256 << 10, 256 << 10, 0, (long long)1 << 30, \
+    "secure build: bytes of freed small blocks each thread holds back from reuse (0 = reuse at once)") \
+  X(SECURE_FILL,  "HAKMEM_SECURE_FILL",  INT, 0, 0, 0, 0, 255, \
+    "secure build: the byte freed memory is filled with (checked when it is reused)") \
+  X(SECURE_GUARD_MEDIUM, "HAKMEM_SECURE_GUARD_MEDIUM", SIZE, 0, 0, 0, 0, 128 << 10, \
+    "secure build: requests of at least this size get their own mapping ending at a guard page (0 = off)") \
   X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \
     "testing: after this many mmap calls, fail the next ones with ENOMEM (0 = off)") \
   X(FAIL_MMAP_COUNT, "HAKMEM_FAIL_MMAP_COUNT", INT, 0, 0, 0, 0, LLONG_MAX, \

@@ -1,13 +1,15 @@
 /* Secure mode (the libhakmem-secure.so build, HAK_SECURE=1): stronger misuse
  * detection at a measured cost, without touching the default build.
- * - every small block ends with a trailer word that is its state: zero while
- *   free, cookie (address ^ secret) + request + 16 while live.  Only the
- *   allocator writes it, so every free knows exactly whether the block is
- *   live (a double free, on any thread, always) and where the request ends;
- *   the 8 bytes right after the request are a canary, checked on free (an
- *   overflow of even one byte is found);
- * - freed blocks are zeroed after their link, and the zeros and the trailer
- *   are checked when the block is handed out again (a write after free);
+ * - every small block ends with a trailer word that is its state: 0 while
+ *   free (1 on a remote list, 2 in a quarantine), cookie (address ^ secret) +
+ *   request + 16 while live.  Only the allocator writes it, so every free
+ *   knows exactly whether the block is live (a double free, on any thread,
+ *   always) and where the request ends; the 8 bytes right after the request
+ *   are a canary, checked on free (an overflow of even one byte is found);
+ *   the trailer of the block below is checked too (an underflow);
+ * - freed blocks are filled (HAKMEM_SECURE_FILL) and held in a quarantine
+ *   (quarantine.c); the fill is checked when they leave it, and again in
+ *   part when the block is handed out (a write after free);
  * - free-list links are encoded (internal.h), blocks are carved in random
  *   order, SuperSlabs carry guard pages, large blocks end at a guard page.
  * The per-operation checks are inline in internal.h (a handful of loads and
@@ -18,11 +20,31 @@
 #include <sys/mman.h>
 
 #if HAK_SECURE
-#define FILL_OFF    8      /* the free fill: bytes [8, 24) of a free block, zero */
+#define FILL_OFF    8      /* checked on malloc: bytes [8, 24) of a free block hold the fill */
 #define FILL_END    24
 #define CANARY      8      /* canary bytes right after the request */
-#define T_FREE      0      /* trailer of a free (or freshly carved) block */
-#define T_REMOTE    1      /* trailer of a block freed by another thread, not yet collected */
+#define T_FREE      HAK_SEC_T_FREE
+#define T_REMOTE    HAK_SEC_T_REMOTE
+#define T_QUAR      HAK_SEC_T_QUAR
+
+uint64_t _hak_secure_fill64;           /* the fill byte, 8 times (HAKMEM_SECURE_FILL) */
+size_t _hak_secure_guard_min = SIZE_MAX;   /* HAKMEM_SECURE_GUARD_MEDIUM, 0 = SIZE_MAX */
+
+void _hak_secure_init(void) {
+  _hak_secure_fill64 = (uint64_t)hak_opt(SECURE_FILL) * 0x0101010101010101ull;
+  if (hak_opt(SECURE_GUARD_MEDIUM) > 0) _hak_secure_guard_min = (size_t)hak_opt(SECURE_GUARD_MEDIUM);
+}
+
+/* Per-thread xorshift seeded from the secret: carve order, quarantine
+ * eviction.  Not for cryptography: it only has to be unknown in advance. */
+uint64_t _hak_secure_rand(void) {
+  static __thread uint64_t rng;
+  if (rng == 0) rng = (_hak_cookie_key ^ (uintptr_t)&rng) | 1;
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
 
 _Static_assert(FILL_END <= 32 - 8, "fill and trailer fit the smallest secure block");
 _Static_assert(HAK_SEC_LIVE_BIAS == HAK_TRAILER, "a live trailer decodes to req + HAK_TRAILER");
@@ -30,7 +52,7 @@ _Static_assert(HAK_SEC_LIVE_BIAS == HAK_TRAILER, "a live trailer decodes to req 
 static uint64_t* trailer(const hak_slab_t* s, const void* b) { return (uint64_t*)((uint8_t*)b + s->bsize - 8); }
 
 static int state_of(const hak_slab_t* s, const void* b, uint64_t t, size_t* req) {
-  if (t == T_FREE) return HAK_SEC_FREE;
+  if (t == T_FREE || t == T_QUAR) return HAK_SEC_FREE;
   if (t == T_REMOTE) return HAK_SEC_REMOTE;
   uint64_t x = t - hak_sec_cookie(b);
   if (x < HAK_SEC_LIVE_BIAS || x > s->bsize) return HAK_SEC_BROKEN;
@@ -46,7 +68,7 @@ int _hak_secure_state(hak_slab_t* s, const void* b, size_t* req) { return state_
 __attribute__((noipa)) void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b, size_t req) {
   hak_block_t* n = hak_block_next(b);   /* a link that leaves the SuperSlab: "free list corrupted" */
   size_t k = FILL_OFF;
-  while (k < FILL_END && ((uint8_t*)b)[k] == 0) k++;
+  while (k < FILL_END && ((uint8_t*)b)[k] == (uint8_t)_hak_secure_fill64) k++;
   if (k < FILL_END || hak_load64(trailer(s, b)) != T_FREE) {
     size_t live;
     if (_hak_secure_state(s, b, &live) == HAK_SEC_LIVE)
@@ -61,9 +83,20 @@ __attribute__((noipa)) void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b,
   return b;
 }
 
+/* A trailer any block may hold: a free state, or live and decoding to a
+ * request that fits the block. */
+static bool trailer_valid(const void* b, uint32_t bsize, uint64_t t) {
+  if (t <= T_QUAR) return true;
+  uint64_t x = t - hak_sec_cookie(b);
+  return x >= HAK_SEC_LIVE_BIAS && x <= bsize;
+}
+
 /* Every check of a free, with a message for each failure, given the trailer
- * value t.  Returns only if the block was live and intact. */
-static void check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
+ * value t.  Returns only if the block was live and intact: a state that is
+ * not live, a broken trailer, a broken canary after the request, and the
+ * trailer of the block below, which an underflow of even one byte changes
+ * (block 0 of a slab is never handed out, so every block has one). */
+static size_t check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
   size_t req = 0;
   int st = state_of(s, b, t, &req);
   if (st == HAK_SEC_FREE || st == HAK_SEC_REMOTE) {
@@ -74,30 +107,81 @@ static void check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
     _hak_fatal("hakmem: heap overflow detected at the end of block %p (size %u): trailer overwritten, in %s()\n",
                b, s->bsize, op);
   const uint8_t* from = (uint8_t*)b + req;
+  if (hak_likely(hak_load64(from) == HAK_SEC_CANARY64)) goto below;
   for (size_t k = 0; k < CANARY; k++)
     if (from[k] != (uint8_t)(HAK_SEC_CANARY64 >> (8 * k)))
       _hak_fatal("hakmem: heap overflow detected in block %p: byte %zu past its %zu requested bytes, in %s()\n", b,
                  k, req, op);
+below:;
+  size_t off = (size_t)((uint8_t*)b - slab_start(s));
+  if (off >= s->bsize && !trailer_valid((uint8_t*)b - s->bsize, s->bsize, hak_load64((uint8_t*)b - 8)))
+    _hak_fatal("hakmem: heap underflow detected below block %p (size %u): the block below's trailer was overwritten, "
+               "in %s()\n", b, s->bsize, op);
+  return req;
 }
 
-static void fill(void* b) { memset((uint8_t*)b + FILL_OFF, 0, FILL_END - FILL_OFF); }
+/* A block that leaves the quarantine must still say so: anything else is
+ * a broken heap (the quarantine checked the block when it came in). */
+static void check_released(hak_slab_t* s, void* b, uint64_t t, const char* op) {
+  if (t != T_QUAR)
+    _hak_fatal("hakmem: heap corruption: block %p (size %u) left the quarantine in state %#llx, in %s()\n", b,
+               s->bsize, (unsigned long long)t, op);
+}
 
 /* Owner free off the fast path (full slab, emptied slab, or a failed fast
  * check, which this reports). */
 void _hak_secure_free(hak_slab_t* s, void* b, const char* op) {
-  check_live(s, b, hak_load64(trailer(s, b)), op);
+  check_released(s, b, hak_load64(trailer(s, b)), op);
   hak_store64(trailer(s, b), T_FREE);
-  fill(b);
 }
 
-/* Remote free: claim the trailer with one atomic exchange, so two threads
- * freeing the same block cannot both pass; the owner turns the remote mark
- * into the free mark when it collects (a block it finds without the mark
- * was freed twice). */
+/* Remote free (of a block the quarantine let go): mark the trailer remote;
+ * the owner turns the remote mark into the free mark when it collects (a
+ * block it finds without the mark was freed twice). */
 void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) {
-  uint64_t t = __atomic_exchange_n(trailer(s, b), (uint64_t)T_REMOTE, __ATOMIC_RELAXED);
-  check_live(s, b, t, op);
-  fill(b);
+  check_released(s, b, __atomic_exchange_n(trailer(s, b), (uint64_t)T_REMOTE, __ATOMIC_RELAXED), op);
+}
+
+/* The quarantine takes a block: claim the trailer with one atomic exchange
+ * (two threads freeing the same block cannot both pass), check everything,
+ * and fill what the owner could write: the request and the canary (the rest
+ * of the block, but the trailer, holds fill already: carving filled it, and
+ * every free refills what the owner had).  Returns that length in bytes, a
+ * multiple of 8; p is a carved block start of slab s. */
+typedef uint64_t v2u64 __attribute__((vector_size(16)));
+size_t _hak_secure_quarantine_enter(hak_slab_t* s, void* b, const char* op) {
+  size_t req = check_live(s, b, __atomic_exchange_n(trailer(s, b), (uint64_t)T_QUAR, __ATOMIC_RELAXED), op);
+  size_t n = (req + CANARY + 7) / 8;   /* words; <= (bsize - 8) / 8 */
+  uint64_t f = _hak_secure_fill64;
+  v2u64 fv = { f, f };
+  v2u64* v = b;   /* 16-byte aligned */
+  if (n > 8) {   /* libc's memset has the wider stores; for a few words its call costs more */
+    memset(b, (int)(uint8_t)f, n * 8);
+    return n * 8;
+  }
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2) *v++ = fv;
+  if (i < n) ((uint64_t*)b)[i] = f;
+  return n * 8;
+}
+
+/* ... and lets it go: those bytes must still be fill (a write after free),
+ * 64 bytes a step (SSE2 vectors), then word by word. */
+void _hak_secure_quarantine_leave(void* b, size_t len, uint32_t bsize) {
+  const uint64_t* w = b;
+  size_t n = len / 8;
+  uint64_t f = _hak_secure_fill64;
+  v2u64 fv = { f, f }, acc = { 0, 0 };
+  const v2u64* v = b;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8, v += 4) acc |= (v[0] ^ fv) | (v[1] ^ fv) | (v[2] ^ fv) | (v[3] ^ fv);
+  uint64_t bad = acc[0] | acc[1];
+  for (; i < n; i++) bad |= w[i] ^ f;
+  if (hak_unlikely(bad != 0)) {
+    i = 0;
+    while (w[i] == f) i++;
+    _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", b, bsize, i * 8);
+  }
 }
 
 /* Owner collects remote frees. */
@@ -107,21 +191,17 @@ void _hak_secure_collected(hak_slab_t* s, void* b) {
   hak_store64(t, T_FREE);
 }
 
-/* Freshly carved blocks look like freed ones. */
+/* Freshly carved blocks look like freed ones: all fill (a slab's pages may
+ * hold an earlier slab's blocks: no previous owner's data), trailer free. */
 void _hak_secure_carve_fill(void* b, uint32_t bsize) {
-  fill(b);
+  memset(b, (int)(uint8_t)_hak_secure_fill64, bsize - 8);
   hak_store64((uint8_t*)b + bsize - 8, T_FREE);
 }
 
 /* Random order for a chunk of freshly carved blocks. */
 void _hak_secure_shuffle(void** v, size_t n) {
-  static __thread uint64_t rng;
-  if (rng == 0) rng = (_hak_cookie_key ^ (uintptr_t)&rng) | 1;
   for (size_t i = n; i > 1; i--) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    size_t j = (size_t)(rng % i);
+    size_t j = (size_t)(_hak_secure_rand() % i);
     void* t = v[i - 1];
     v[i - 1] = v[j];
     v[j] = t;
@@ -129,9 +209,44 @@ void _hak_secure_shuffle(void** v, size_t n) {
 }
 
 /* Guard pages of a new SuperSlab: the top of page 0 (below the first slab)
- * and the whole last page (above the last slab) are inaccessible. */
+ * and the whole last page (above the last slab) are inaccessible, and so is
+ * every slab page until a slab first takes it (_hak_secure_slab_pages,
+ * seg->sec_open): a write far past a block (a bad index) meets an
+ * inaccessible page unless it lands in a slab.  A page stays accessible
+ * once used: protecting it again at every slab release cost espresso 3.8x
+ * and mstress 11x the default's time (an mprotect per slab made and
+ * released, measured 2026-11-24). */
 void _hak_secure_segment_guards(hak_segment_t* seg) {
-  _hak_os_protect((uint8_t*)seg + HAK_PAGE_SIZE - HAK_OS_PAGE, HAK_OS_PAGE, PROT_NONE);
-  _hak_os_protect((uint8_t*)seg + HAK_SEG_SIZE - HAK_PAGE_SIZE, HAK_PAGE_SIZE, PROT_NONE);
+  size_t from = HAK_PAGE_SIZE - HAK_OS_PAGE;
+  _hak_os_protect((uint8_t*)seg + from, HAK_SEG_SIZE - from, PROT_NONE);
+}
+bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) {
+  return _hak_os_protect((uint8_t*)seg + (idx << HAK_PAGE_SHIFT), npages << HAK_PAGE_SHIFT, PROT_READ | PROT_WRITE);
 }
 #endif /* HAK_SECURE */
+
+/* ---------------------------------------------------------------- large blocks
+ * A large block ends at a guard page (large.c); below it, a canary of
+ * LARGE_CANARY bytes (in the header page's slack, or below an aligned
+ * block), checked on free and realloc: an underflow. */
+#if HAK_SECURE
+#define LARGE_CANARY 32
+_Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR - LARGE_CANARY, "the canary below a large block is slack");
+
+void _hak_secure_large_alloc(hak_segment_t* seg) {
+  uint64_t* c = (uint64_t*)((uint8_t*)seg + seg->large_off - LARGE_CANARY);
+  for (int i = 0; i < LARGE_CANARY / 8; i++) c[i] = hak_sec_cookie(&c[i]);
+  /* a mapping taken from the quarantine whose pages could not be dropped:
+   * no earlier owner's bytes */
+  if (!seg->large_fresh) memset((uint8_t*)seg + seg->large_off, (int)(uint8_t)_hak_secure_fill64, seg->large_size);
+}
+
+void _hak_secure_large_check(hak_segment_t* seg, const char* op) {
+  if (seg->huge_aligned) return;   /* its own mapping, no canary */
+  const uint64_t* c = (const uint64_t*)((uint8_t*)seg + seg->large_off - LARGE_CANARY);
+  for (int i = 0; i < LARGE_CANARY / 8; i++)
+    if (c[i] != hak_sec_cookie(&c[i]))
+      _hak_fatal("hakmem: heap underflow detected below block %p (large block): the %d bytes below it were "
+                 "overwritten, in %s()\n", (void*)((uint8_t*)seg + seg->large_off), LARGE_CANARY, op);
+}
+#endif

@@ -89,6 +89,8 @@ static bool thp_big(size_t heap_bytes) {
 void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint) {
   long long mode = hak_opt(THP);
   uint8_t halves = 0;
+  /* (no write to seg before the advice: a fresh mapping reads zero) */
+  if (kind != HAK_SEG_SMALL && kind != HAK_SEG_LARGE) return;   /* the secure build's zero-size blocks: PROT_NONE */
   if (mode == HAK_THP_ALWAYS) {
     thp_advise(seg, map_size, true);   /* nothing to demote: the user asked */
   } else if (mode == HAK_THP_NEVER) {

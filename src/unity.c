@@ -10,6 +10,8 @@
 #include "release.c"
 #include "mesh.c"
 #include "secure.c"
+#include "quarantine.c"
+#include "zeroblock.c"
 #include "site.c"
 #include "alloc.c"
 #include "stats.c"

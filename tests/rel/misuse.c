@@ -25,19 +25,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "rel_util.h"
+
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 
-/* Hide a pointer's origin from the compiler (no "free of a stack object"
- * diagnostics, no folding of malloc/free pairs). */
-static void* opaque(void* p) {
-  __asm__ volatile("" : "+r"(p));
-  return p;
-}
-static void announce(const void* p) {
-  printf("addr=%p\n", p);
-  fflush(stdout);
-}
 static void note(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 static void note(const char* fmt, ...) {
   va_list ap;

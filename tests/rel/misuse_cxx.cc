@@ -5,14 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-static void* opaque(void* p) {
-  __asm__ volatile("" : "+r"(p));
-  return p;
-}
-static void announce(const void* p) {
-  std::printf("addr=%p\n", p);
-  std::fflush(stdout);
-}
+#include "rel_util.h"
 
 int main(int argc, char** argv) {
   const char* name = argc > 1 ? argv[1] : "";

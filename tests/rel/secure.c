@@ -8,6 +8,14 @@
 #include <string.h>
 
 static void* volatile sink;
+/* malloc/free of the same size, enough to cycle the quarantine (a freed
+ * block is checked when it leaves it) */
+static void churn(void) {
+  for (int i = 0; i < 20000; i++) {
+    sink = malloc(64);
+    free(sink);
+  }
+}
 int main(int argc, char** argv) {
   const char* s = argc > 1 ? argv[1] : "";
   setvbuf(stdout, NULL, _IONBF, 0);
@@ -26,7 +34,7 @@ int main(int argc, char** argv) {
     printf("addr=%p\n", (void*)p);
     free(p);
     memset(p + 16, 'X', 16);
-    for (int i = 0; i < 1000; i++) sink = malloc(64);
+    churn();
   } else if (!strcmp(s, "link_overwrite")) {  /* a forged free-list link */
     char* p = malloc(64);
     char* q = malloc(64);
@@ -35,7 +43,7 @@ int main(int argc, char** argv) {
     free(q);
     *(uintptr_t*)q = (uintptr_t)0x4141414141414141ull;
     *(uintptr_t*)p = (uintptr_t)0x4141414141414141ull;
-    for (int i = 0; i < 1000; i++) sink = malloc(64);
+    churn();
   } else if (!strcmp(s, "large_overflow")) {  /* runs into the guard page */
     char* p = malloc(1 << 20);
     printf("addr=%p\n", (void*)p);

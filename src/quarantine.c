@@ -1,0 +1,204 @@
+/* Quarantine (secure build): a freed small block is not reusable at once.
+ * Each thread holds its freed blocks in a FIFO ring, up to a byte budget
+ * (HAKMEM_SECURE_QUARANTINE) and QUAR_CAP blocks, filled; only the block
+ * that leaves the ring is really freed.  So free(p); malloc(same size) never
+ * returns p, a stale pointer's target stays fill for a while (a read after
+ * free sees fill, a write after free is found when the block leaves, by the
+ * fill check), and which block leaves is drawn among the oldest few, so the
+ * order of reuse cannot be steered exactly.  Per thread: no lock, and a
+ * block leaves through the ordinary free path (to its owner's list, or as a
+ * remote free).  Large blocks have their own quarantine (large.c). */
+#include "internal.h"
+#include <sys/mman.h>
+
+#if HAK_SECURE
+#define QUAR_CAP   4096   /* blocks per thread: the ring is 64 KiB */
+#define QUAR_DRAW  8      /* the block that leaves is one of the oldest QUAR_DRAW ... */
+#define QUAR_FIXED 16     /* ... once the ring holds more than this (so the newest never leaves next) */
+
+typedef struct {
+  void* p;
+  uint32_t len;     /* bytes filled (request + canary), checked when it leaves */
+  uint32_t bsize;   /* counted against the budget */
+} quar_slot_t;
+typedef struct {
+  size_t head, n, bytes;
+  quar_slot_t slot[QUAR_CAP];
+} quar_t;
+static __thread quar_t* tls_quar;
+#define QUAR_DEAD ((quar_t*)1)   /* the thread has exited: free at once */
+/* rings of exited threads, for the next threads (no mmap/munmap per thread) */
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static quar_t* ring_pool;   /* linked through slot[0].p */
+
+static quar_t* quar_get(void) {
+  quar_t* q = tls_quar;
+  if (hak_likely(q != NULL)) return q;
+  pthread_mutex_lock(&ring_lock);
+  q = ring_pool;
+  if (q != NULL) ring_pool = q->slot[0].p;
+  pthread_mutex_unlock(&ring_lock);
+  if (q != NULL) q->slot[0].p = NULL;   /* empty: n == 0 */
+  else q = _hak_os_map(sizeof(quar_t), NULL);   /* zero: empty */
+  tls_quar = q != NULL ? q : QUAR_DEAD;    /* no memory: no quarantine for this thread */
+  return tls_quar;
+}
+
+/* The oldest block (or one of the oldest few) leaves, its fill checked. */
+static void* quar_take(quar_t* q) {
+  if (q->n > QUAR_FIXED) {
+    size_t j = (q->head + (size_t)(_hak_secure_rand() % QUAR_DRAW)) % QUAR_CAP;
+    quar_slot_t t = q->slot[j];
+    q->slot[j] = q->slot[q->head];
+    q->slot[q->head] = t;
+  }
+  quar_slot_t e = q->slot[q->head];
+  q->head = (q->head + 1) % QUAR_CAP;
+  q->n--;
+  q->bytes -= e.bsize;
+  _hak_secure_quarantine_leave(e.p, e.len, e.bsize);
+  return e.p;
+}
+
+/* free(p), first step: a small block is checked (live, canary, the block
+ * below), filled and held back; returns the block to free now (one that
+ * leaves the quarantine), or NULL.  Anything else (NULL, a large or
+ * zero-size block, a foreign or interior pointer) is returned unchanged for
+ * the ordinary path, which frees or reports it. */
+void* _hak_secure_quarantine(void* p, const char* op) {
+  if (!hak_segmap_contains(p)) return p;
+  hak_segment_t* seg = hak_segment_of(p);
+  if (seg->kind != HAK_SEG_SMALL) return p;
+  hak_slab_t* s = &seg->slabs[((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT];
+  uintptr_t xo = hak_load_acquire(&s->xowner);
+  if (xo == HAK_OWNER_TAIL) {
+    s -= s->head_off;
+    xo = hak_load_acquire(&s->xowner);
+  }
+  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return p;
+  size_t off = (size_t)((uint8_t*)p - slab_start(s));
+  if (!hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) return p;
+  size_t len = _hak_secure_quarantine_enter(s, p, op);
+  quar_t* q = quar_get();
+  if (q == QUAR_DEAD) return p;
+  q->slot[(q->head + q->n) % QUAR_CAP] = (quar_slot_t){ p, (uint32_t)len, s->bsize };
+  q->n++;
+  q->bytes += s->bsize;
+  if (q->n < QUAR_CAP && q->bytes <= (size_t)hak_opt(SECURE_QUARANTINE)) return NULL;
+  return quar_take(q);
+}
+
+/* One block out of this thread's quarantine (NULL when empty); `dying`: the
+ * thread exits, so its ring goes too, and later frees skip the quarantine. */
+void* _hak_secure_quarantine_pop(bool dying) {
+  quar_t* q = tls_quar;
+  if (q == NULL || q == QUAR_DEAD) return NULL;
+  if (q->n > 0) return quar_take(q);
+  if (dying) {
+    q->head = q->bytes = 0;
+    pthread_mutex_lock(&ring_lock);
+    q->slot[0].p = ring_pool;
+    ring_pool = q;
+    pthread_mutex_unlock(&ring_lock);
+    tls_quar = QUAR_DEAD;
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- large blocks
+ * A freed large block is made PROT_NONE (from the page of its first byte to
+ * its end; the header page stays readable, so a second free is still named
+ * a double free) and held in a process-wide FIFO of LARGE_QUAR_N blocks and
+ * at most LARGE_QUAR_BYTES of requests; the block that leaves is unmapped.
+ * A new large block may take the mapping of one of them, but never of the
+ * LARGE_QUAR_NEW most recently freed, and is filled first (secure.c).  Its
+ * pages are kept rather than dropped: on this project's machine (a VM) a
+ * page fault costs more than filling the page (malloc-large: 100 s with
+ * the fill, 280 s with MADV_DONTNEED and fresh pages; the default 8-15 s).  So a read or write after free faults while the block is held,
+ * malloc does not return a block just freed, and no earlier owner's bytes
+ * are handed out.  This is the secure build's BigCache, which it does not
+ * use otherwise. */
+#define LARGE_QUAR_N     16
+#define LARGE_QUAR_NEW   1
+#define LARGE_QUAR_BYTES ((size_t)64 << 20)
+static pthread_mutex_t lq_lock = PTHREAD_MUTEX_INITIALIZER;
+static hak_segment_t* lq_slot[LARGE_QUAR_N];
+static size_t lq_head, lq_n, lq_bytes;
+
+void _hak_secure_large_quarantine(hak_segment_t* seg) {
+  size_t from = seg->large_off & ~(size_t)(HAK_OS_PAGE - 1);
+  size_t to = seg->guard_off ? seg->guard_off : seg->map_size;
+  if (to > from) _hak_os_protect((uint8_t*)seg + from, to - from, PROT_NONE);
+  hak_segment_t* out[LARGE_QUAR_N + 1];
+  size_t nout = 0;
+  pthread_mutex_lock(&lq_lock);
+  lq_slot[(lq_head + lq_n) % LARGE_QUAR_N] = seg;
+  lq_n++;
+  lq_bytes += seg->large_size;
+  while (lq_n == LARGE_QUAR_N || (lq_bytes > LARGE_QUAR_BYTES && lq_n > 1)) {
+    out[nout++] = lq_slot[lq_head];
+    lq_bytes -= lq_slot[lq_head]->large_size;
+    lq_head = (lq_head + 1) % LARGE_QUAR_N;
+    lq_n--;
+  }
+  pthread_mutex_unlock(&lq_lock);
+  for (size_t i = 0; i < nout; i++) _hak_unmap_large(out[i]);   /* outside the lock */
+}
+
+/* Unmap every quarantined large block (hak_collect, malloc_trim). */
+void _hak_secure_large_flush(void) {
+  for (;;) {
+    pthread_mutex_lock(&lq_lock);
+    hak_segment_t* seg = NULL;
+    if (lq_n > 0) {
+      seg = lq_slot[lq_head];
+      lq_bytes -= seg->large_size;
+      lq_head = (lq_head + 1) % LARGE_QUAR_N;
+      lq_n--;
+    }
+    pthread_mutex_unlock(&lq_lock);
+    if (seg == NULL) return;
+    _hak_unmap_large(seg);
+  }
+}
+
+/* A held mapping for a new large block of `need` bytes (header, block,
+ * guard page) of the size a new one would get or smaller, made accessible up
+ * to its guard page; NULL when none fits. */
+hak_segment_t* _hak_secure_large_take(size_t need) {
+  hak_segment_t* seg = NULL;
+  pthread_mutex_lock(&lq_lock);
+  for (size_t k = 0; k + LARGE_QUAR_NEW < lq_n; k++) {
+    size_t i = (lq_head + k) % LARGE_QUAR_N;
+    hak_segment_t* c = lq_slot[i];
+    if (c->map_size >= need && c->map_size <= _hak_bigcache_map_size(need)) {
+      seg = c;
+      lq_slot[i] = lq_slot[lq_head];   /* (the FIFO order of the rest changes a little) */
+      lq_bytes -= seg->large_size;
+      lq_head = (lq_head + 1) % LARGE_QUAR_N;
+      lq_n--;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&lq_lock);
+  if (seg != NULL &&
+      !_hak_os_protect((uint8_t*)seg + HAK_LARGE_HDR, need - HAK_OS_PAGE - HAK_LARGE_HDR, PROT_READ | PROT_WRITE)) {
+    _hak_unmap_large(seg);
+    seg = NULL;
+  }
+  return seg;
+}
+
+void _hak_secure_large_fork(int stage) {
+  if (stage == 0) {
+    pthread_mutex_lock(&lq_lock);
+    pthread_mutex_lock(&ring_lock);
+  } else if (stage == 1) {
+    pthread_mutex_unlock(&ring_lock);
+    pthread_mutex_unlock(&lq_lock);
+  } else {
+    pthread_mutex_init(&ring_lock, NULL);
+    pthread_mutex_init(&lq_lock, NULL);
+  }
+}
+#endif /* HAK_SECURE */
