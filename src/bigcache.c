@@ -222,10 +222,11 @@ static void bc_trim_tail(hak_segment_t* seg) {
 /* Keep a freed large segment; false when it is not cacheable (the caller
  * releases it).  Blocks pushed out go to the release batch. */
 bool _hak_bigcache_put(hak_segment_t* seg) {
-  if (seg->large_off < HAK_LARGE_HDR + HAK_OS_PAGE) bc_trim_tail(seg);
-  size_t k = bc_class_floor(seg->map_size);
   uint64_t limit = max_bytes();
-  if (k >= BC_CLASSES || seg->large_off >= HAK_LARGE_HDR + HAK_OS_PAGE || resident(seg) > limit) return false;
+  if (seg->large_off >= HAK_LARGE_HDR + HAK_OS_PAGE || resident(seg) > limit) return false;
+  bc_trim_tail(seg);   /* only a block that stays: one going to the batch is decommitted whole */
+  size_t k = bc_class_floor(seg->map_size);
+  if (k >= BC_CLASSES) return false;
   hak_segment_t* evicted[16];
   size_t nev = 0;
   uint64_t now = _hak_clock_ms();

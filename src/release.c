@@ -82,9 +82,10 @@ void _hak_release_large(hak_segment_t* seg) {
   size_t ng = 0;
   pthread_mutex_lock(&batch_lock);
   if (batch_n == BATCH_N) ng = BATCH_N / 2;
-  while (ng < batch_n && batch_va + seg->map_size - batch_va_of(ng) > BATCH_VA) ng++;
+  size_t drop = batch_va_of(ng);   /* address space of the ng oldest */
+  while (ng < batch_n && batch_va - drop + seg->map_size > BATCH_VA) drop += batch[ng++]->map_size;
   if (ng > 0) {
-    batch_va -= batch_va_of(ng);
+    batch_va -= drop;
     memcpy(group, batch, ng * sizeof *batch);
     memmove(batch, batch + ng, (batch_n - ng) * sizeof *batch);
     batch_n -= ng;
