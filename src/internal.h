@@ -187,7 +187,7 @@ typedef struct hak_segment_s {
   uint8_t pieced;                    /* two mappings moved together: mremap cannot grow it */
   size_t pinned;                     /* resident bytes beyond its need, taken from the BigCache (see take_cover) */
   uint32_t ring_site;                /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
-  uint8_t thp;                       /* small: halves advised MADV_HUGEPAGE (bits 0-1); thp.c */
+  uint8_t thp;                       /* small: halves advised MADV_HUGEPAGE (bits 0-1); large: 1 when advised, mapped exactly; thp.c */
   uint8_t _p8[1];
   uint64_t site_clock;               /* site clock at allocation */
   /* small segments: slabs (bit = index of the head page) that got their
@@ -475,6 +475,7 @@ bool  _hak_os_unmap(void* p, size_t size);
 bool  _hak_os_advise(void* p, size_t size, int advice);
 /* thp.c */
 void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint);
+bool _hak_thp_exact(size_t end);
 void _hak_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n);
 void* _hak_os_remap(void* old, size_t old_size, size_t new_size, int flags, void* new_addr);
 bool  _hak_os_protect(void* p, size_t size, int prot);

@@ -121,7 +121,7 @@ static void prefault(hak_segment_t* seg, void* p, size_t size) {
  * unchanged.  The caller accounts the bytes. */
 static hak_segment_t* large_grow_map(hak_segment_t* seg, size_t new_map) {
   if (seg->pieced) return NULL;
-  size_t grown = _hak_bigcache_map_size(new_map);
+  size_t grown = seg->thp ? new_map : _hak_bigcache_map_size(new_map);   /* advised: exactly (thp.c) */
   if (_hak_os_remap(seg, seg->map_size, grown, 0, NULL) != NULL ||
       (grown != new_map && _hak_os_remap(seg, seg->map_size, grown = new_map, 0, NULL) != NULL)) {
     seg->map_size = grown;
@@ -191,7 +191,7 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     if (seg == NULL) seg = _hak_batch_take(need);
   }
   if (seg == NULL) {
-    size_t map = off == HAK_LARGE_HDR ? _hak_bigcache_map_size(need) : need;
+    size_t map = off == HAK_LARGE_HDR && !_hak_thp_exact(off + size) ? _hak_bigcache_map_size(need) : need;
     _hak_os_reserve = true;   /* user-sized: subject to the overcommit policy */
     seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE, size);
     if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, size);

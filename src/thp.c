@@ -82,6 +82,14 @@ static bool thp_big(size_t heap_bytes) {
   return used >= min && used >= hak_load_relaxed(&_hak_seg_small) * (HAK_SEG_SIZE / 2);
 }
 
+/* Is a fresh large block that ends `end` bytes into its mapping advised
+ * (HAKMEM_THP=auto)?  Then large.c maps it without the headroom to grow in
+ * place (twice its class): a 2.4 MB block in a 5 MiB advised mapping took
+ * 4 MiB of huge pages, its last one mostly past the block's end, and 64
+ * threads' such blocks put core_threads_churn over its RSS bound in CI.
+ * Growth then moves or extends the mapping with mremap (no copy). */
+bool _hak_thp_exact(size_t end) { return hak_opt(THP) == HAK_THP_AUTO && end >= THP_PAGE; }
+
 /* A fresh mapping, before anything touches it (a touch would map the 2 MiB
  * range around it in 4 KiB pages for good).  Small segment: `hint` is the
  * bytes of segments the taking heap already holds; large: the block is
@@ -99,9 +107,13 @@ void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, si
     /* A block that covers a whole 2 MiB range (header page included).  The
      * whole mapping is advised: advice on part of it would split it into two
      * kernel mappings, and mremap (realloc growth) cannot move or grow a
-     * range that spans two.  So the block's last 2 MiB range is a huge page
-     * too, once touched: less than 2 MiB beyond the block's end. */
-    if (off + hint >= THP_PAGE) thp_advise(seg, map_size, true);
+     * range that spans two.  large.c maps such a block exactly
+     * (_hak_thp_exact): a 2 MiB range the mapping covers only in part stays
+     * in 4 KiB pages, so the advice commits nothing past the block's end. */
+    if (_hak_thp_exact(off + hint)) {
+      thp_advise(seg, map_size, true);
+      halves = 1;
+    }
   } else if (thp_big(hint)) {
     thp_advise(seg, map_size, true);
     halves = 3;

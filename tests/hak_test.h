@@ -276,6 +276,18 @@ static inline size_t ht_rss(void) {
   return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Transparent huge pages resident in this process, in KiB
+ * (/proc/self/smaps_rollup AnonHugePages; 0 when unreadable). */
+static inline size_t __attribute__((unused)) ht_anon_huge_kb(void) {
+  FILE* f = fopen("/proc/self/smaps_rollup", "r");
+  char line[256];
+  size_t kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "AnonHugePages: %zu", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb;
+}
+
 /* Hide a value from the optimiser (sizes that would trigger compile-time
  * warnings, pointers the compiler must not reason about). */
 static inline size_t ht_opaque(size_t x) {

@@ -155,6 +155,7 @@ static FILE* devnull;
 static uint64_t introspect_every = 20000;
 static int st_scale, st_round;
 static size_t st_rss_max, st_mapped_max;   /* sampled after every round */
+static size_t st_huge_at_max;             /* AnonHugePages (KiB) when the RSS peaked */
 static size_t mapped_now(void);
 
 static void* stress_thread(void* arg) {
@@ -244,7 +245,7 @@ static int run_stress(int threads, int rounds, int scale) {
       if (p) { free_items(p, "main free of an exited thread's block"); freed_by_main++; }
     }
     size_t rss = ht_rss(), mapped = mapped_now();
-    if (rss > st_rss_max) st_rss_max = rss;
+    if (rss > st_rss_max) st_rss_max = rss, st_huge_at_max = ht_anon_huge_kb();
     if (mapped > st_mapped_max) st_mapped_max = mapped;
   }
   for (int i = 0; i < TRANSFERS; i++) {
@@ -377,8 +378,9 @@ static int run_bounded(int threads, int rounds, int scale) {
   pthread_create(&th, NULL, bounded_last, NULL);
   pthread_join(th, NULL);
   size_t peak = (size_t)atomic_load(&live_peak), mapped_end = mapped_now();
-  printf("bounded: peak live %zu KiB; after each round at most: RSS %zu KiB, hakmem mapped %zu KiB; "
-         "mapped at the end %zu KiB\n", peak >> 10, st_rss_max >> 10, st_mapped_max >> 10, mapped_end >> 10);
+  printf("bounded: peak live %zu KiB; after each round at most: RSS %zu KiB (huge pages %zu KiB), hakmem mapped "
+         "%zu KiB; mapped at the end %zu KiB\n", peak >> 10, st_rss_max >> 10, st_huge_at_max, st_mapped_max >> 10,
+         mapped_end >> 10);
   if (atomic_load(&live_bytes) != 0) fail("live byte count is %ld after every block was freed", atomic_load(&live_bytes));
   /* mapped at the end: the issue's bound (2x peak live + 64 MiB); between
    * rounds, exited threads' segments that still hold handed-on blocks wait

@@ -27,17 +27,6 @@
 static char mode[16] = "auto";   /* HAKMEM_THP as the library sees it */
 static bool sys_madvise;         /* the kernel's THP mode is "madvise" */
 
-
-static size_t anon_huge_kb(void) {
-  FILE* f = fopen("/proc/self/smaps_rollup", "r");
-  char line[256];
-  size_t kb = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "AnonHugePages: %zu", &kb) == 1) break;
-  if (f) fclose(f);
-  return kb;
-}
-
 /* VmFlags and Rss of the mapping that holds p: 'h' huge advised, 'n'
  * no-huge advised, '-' neither, '?' not found. */
 static char vma_advice(const void* p, size_t* rss) {
@@ -86,12 +75,12 @@ static void big_fill(int* advised, int* segs) {
 static void t_big(void) {
   int advised, segs;
   big_fill(&advised, &segs);
-  printf("big: %d of %d segments advised, AnonHugePages %zu kB, RSS %zu kB\n", advised, segs, anon_huge_kb(),
+  printf("big: %d of %d segments advised, AnonHugePages %zu kB, RSS %zu kB\n", advised, segs, ht_anon_huge_kb(),
          ht_rss_kb());
   CHECKF(segs >= 12, "%d segments for 48 MiB", segs);
   if (!strcmp(mode, "never")) {
     CHECKF(advised == 0, "never: %d segments advised", advised);
-    if (sys_madvise) CHECKF(anon_huge_kb() == 0, "never: %zu kB of huge pages", anon_huge_kb());
+    if (sys_madvise) CHECKF(ht_anon_huge_kb() == 0, "never: %zu kB of huge pages", ht_anon_huge_kb());
   } else if (!strcmp(mode, "always")) {
     CHECKF(advised == segs, "always: %d of %d segments advised", advised, segs);
   } else {
@@ -127,7 +116,7 @@ static void t_threads(void) {
   for (int i = 0; i < N; i++) advised += vma_advice(held[i][0], NULL) == 'h';
   size_t during = ht_rss_kb();
   printf("threads: %d of %d threads' segments advised, RSS %zu -> %zu kB, AnonHugePages %zu kB\n", advised, N,
-         before, during, anon_huge_kb());
+         before, during, ht_anon_huge_kb());
   CHECKF(advised == 0, "%d small threads got huge-page segments", advised);
   /* 100 x 100 KiB of blocks and 100 thread stacks' touched pages: ~20 MB;
    * a huge page per thread would be 200 MB more */
@@ -155,9 +144,9 @@ static void t_demote(void) {
   size_t end = ht_rss_kb();
   printf("demote: %d advised segments, RSS %zu -> %zu -> %zu kB; advised mappings left %d (%zu kB resident), "
          "AnonHugePages %zu kB\n",
-         advised, start, full, end, still, resident_advised, anon_huge_kb());
+         advised, start, full, end, still, resident_advised, ht_anon_huge_kb());
   CHECKF(resident_advised == 0, "%zu kB resident in advised memory after trim", resident_advised);
-  CHECKF(anon_huge_kb() == 0, "%zu kB of huge pages after trim", anon_huge_kb());
+  CHECKF(ht_anon_huge_kb() == 0, "%zu kB of huge pages after trim", ht_anon_huge_kb());
   /* blocks[] itself (6 MiB of .bss) is resident now, plus slack */
   CHECKF(end < start + sizeof blocks / 1024 + 4 * 1024, "RSS %zu kB after trim (start %zu kB)", end, start);
 }
@@ -169,7 +158,7 @@ static void t_large(void) {
   memset(p, 5, n);
   memset(q, 6, 512u << 10);
   char ap = vma_advice(p, NULL), aq = vma_advice(q, NULL);
-  printf("large: 8 MiB block advice '%c', 512 KiB block '%c', AnonHugePages %zu kB\n", ap, aq, anon_huge_kb());
+  printf("large: 8 MiB block advice '%c', 512 KiB block '%c', AnonHugePages %zu kB\n", ap, aq, ht_anon_huge_kb());
   if (!strcmp(mode, "never")) {
     CHECKF(ap != 'h' && aq != 'h', "never: advised");
   } else {
