@@ -22,7 +22,8 @@
 #define MESH_MAX     16384                          /* entries at most (each is a kernel mapping) */
 #define MESH_PROBES  64                             /* roots tried per sparse slab */
 #define MESH_AUTO_MS 100                            /* automatic passes at most this often ... */
-#define MESH_IDLE_MS 10000                          /* ... and, while they find nothing, up to this seldom */
+#define MESH_IDLE_MS 10000                          /* ... and, while they find nothing, up to this seldom, */
+#define MESH_GROW_DIV 8                             /* ... unless the small segments grew by 1/8 since the last */
 
 /* One meshed page: a root (its page lives in the mesh file at `off`) or an
  * alias (its virtual page maps its root's file page). */
@@ -647,13 +648,26 @@ static void sweep(hak_heap_t* h, hak_slab_t** buf, size_t cap) {
   }
 }
 
+/* Automatic passes (before a heap maps a new small segment) are paced by
+ * time and by growth.  By time alone, a program that grows for a while
+ * (passes find nothing: the gap backs off towards 10 s), frees scattered
+ * blocks and grows again within that gap was never compacted: fragment
+ * meshed in 1 run of 3.  By growth, the first segment past 1/8 more than at
+ * the last pass runs one: walking the slabs costs O(heap) per 1/8 of
+ * growth, and a heap that grows after scattered frees is compacted before
+ * it has grown by more than that. */
 void _hak_mesh_pass(hak_heap_t* h, bool forced) {
   static _Atomic(uint64_t) auto_next_ms;
+  static _Atomic(size_t) auto_segs;   /* small segments at the last automatic pass */
   if (HAK_SECURE || !hak_opt(MESH) || h == &_hak_heap_empty) return;
   static _Atomic(uint64_t) auto_gap_ms = MESH_AUTO_MS;
   if (!forced) {
+    size_t segs = hak_load_relaxed(&_hak_seg_small), last = hak_load_relaxed(&auto_segs);
     uint64_t now = _hak_clock_ms(), due = hak_load_relaxed(&auto_next_ms);
-    if (now < due || !atomic_compare_exchange_strong(&auto_next_ms, &due, now + hak_load_relaxed(&auto_gap_ms))) return;
+    bool grown = segs >= last + (last / MESH_GROW_DIV > 2 ? last / MESH_GROW_DIV : 2);
+    if ((now < due && !grown) || !atomic_compare_exchange_strong(&auto_next_ms, &due, now + hak_load_relaxed(&auto_gap_ms)))
+      return;
+    hak_store_relaxed(&auto_segs, segs);
   }
   if (pthread_mutex_trylock(&mesh_lock) != 0) return;
   if (!mesh_ready()) {

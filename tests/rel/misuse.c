@@ -340,11 +340,13 @@ static int mapping_of(const void* p, uintptr_t* lo, uintptr_t* hi) {
   return found;
 }
 
-/* Write 1 MiB past the end of a 4 MiB block, inside its mapping (a large
- * block's mapping has headroom for reuse at a bigger size). */
+/* Write 1 MiB past the end of a 1 MiB block, inside its mapping (a large
+ * block's mapping has headroom for reuse at a bigger size; a block that
+ * covers a whole 2 MiB range is mapped exactly instead, see thp.c, and a
+ * write past it leaves the mapping). */
 static void overflow_large_1m(void) {
   sentinels_make();
-  size_t n = 4 * MiB;
+  size_t n = MiB;
   char* p = xmalloc(n);
   memset(p, 'p', n);
   uintptr_t lo, hi;
