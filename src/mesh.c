@@ -652,7 +652,7 @@ static void sweep(hak_heap_t* h, hak_slab_t** buf, size_t cap) {
  * time and by growth.  By time alone, a program that grows for a while
  * (passes find nothing: the gap backs off towards 10 s), frees scattered
  * blocks and grows again within that gap was never compacted: fragment
- * meshed in 1 run of 3.  By growth, the first segment past 1/8 more than at
+ * meshed in 4 runs of 12.  By growth, the first segment past 1/8 more than at
  * the last pass runs one: walking the slabs costs O(heap) per 1/8 of
  * growth, and a heap that grows after scattered frees is compacted before
  * it has grown by more than that. */
