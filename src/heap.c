@@ -51,16 +51,34 @@ static void list_push(hak_slab_t** head, hak_slab_t* s) {
   if (*head) (*head)->prev = s;
   *head = s;
 }
-/* The avail list of a class has cur[cls] as head; empty means &_hak_slab_empty. */
+/* The avail list of a class has cur[cls] as head (empty: &_hak_slab_empty)
+ * and tail[cls] as its last slab. */
 static void avail_remove(hak_heap_t* h, hak_slab_t* s) {
   hak_slab_t* head = h->cls[s->cls].cur == &_hak_slab_empty ? NULL : h->cls[s->cls].cur;
+  if (h->tail[s->cls] == s) h->tail[s->cls] = s->prev;
   list_remove(&head, s);
   h->cls[s->cls].cur = head ? head : &_hak_slab_empty;
 }
 static void avail_push(hak_heap_t* h, hak_slab_t* s) {
   hak_slab_t* head = h->cls[s->cls].cur == &_hak_slab_empty ? NULL : h->cls[s->cls].cur;
+  if (head == NULL) h->tail[s->cls] = s;
   list_push(&head, s);
   h->cls[s->cls].cur = head;
+}
+static void avail_append(hak_heap_t* h, hak_slab_t* s) {
+  hak_slab_t* tail = h->tail[s->cls];
+  if (tail == NULL) {
+    avail_push(h, s);
+    return;
+  }
+  s->next = NULL;
+  s->prev = tail;
+  tail->next = s;
+  h->tail[s->cls] = s;
+}
+static void avail_clear(hak_heap_t* h, size_t cls) {
+  h->cls[cls].cur = &_hak_slab_empty;
+  h->tail[cls] = NULL;
 }
 static void seglist_remove(hak_segment_t** head, hak_segment_t* g) {
   if (g->prev) g->prev->next = g->next;
@@ -165,23 +183,17 @@ static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
   list_push(&h->full, s);
   atomic_store_explicit(&s->xowner, (uintptr_t)h | HAK_OWNER_FULL, memory_order_seq_cst);
 }
-/* A full slab got a block back.  It goes second in its class list, not
- * first: the current slab keeps serving while frees gather in this one, so a
- * slab that gets one block back is not made current only to be found full
- * again at the next malloc (measured on larson: that ping-pong was most of
- * the slow-path work). */
+/* A full slab got a block back.  It goes last in its class list: the slabs
+ * ahead of it serve first while frees gather in this one, so a slab that got
+ * one block back is not made current only to be found full again at the
+ * next malloc.  (First in the list, that ping-pong was most of larson's
+ * slow-path work; second, right behind the current slab, it still sent a
+ * third of alloc-test's mallocs and frees out of line: random frees over
+ * many nearly full slabs left each one block or two by its turn.) */
 static void slab_unfull(hak_heap_t* h, hak_slab_t* s) {
   list_remove(&h->full, s);
   hak_store_relaxed(&s->xowner, (uintptr_t)h);
-  hak_slab_t* head = h->cls[s->cls].cur;
-  if (head == &_hak_slab_empty) {
-    avail_push(h, s);
-    return;
-  }
-  s->prev = head;
-  s->next = head->next;
-  if (head->next) head->next->prev = s;
-  head->next = s;
+  avail_append(h, s);
 }
 /* Pairs with the remote side (push, then read xowner): either the remote
  * free sees FULL and raises the hint, or we see its block here. */
@@ -788,7 +800,7 @@ static size_t heap_chunk_left;
 
 static void heap_reset(hak_heap_t* h) {
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
-    h->cls[c].cur = &_hak_slab_empty;
+    avail_clear(h, c);
     hak_counter_set(&h->cls[c].nmalloc, 0);
   }
   h->full = NULL;
@@ -855,7 +867,7 @@ void _hak_heap_abandon(hak_heap_t* h) {
   _hak_mesh_heap_exit(h);   /* meshed slabs become ordinary ones: nobody owns them next */
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
-    h->cls[c].cur = &_hak_slab_empty;
+    avail_clear(h, c);
     while (s) {
       hak_slab_t* next = s->next;
       s->next = s->prev = NULL;

@@ -248,6 +248,7 @@ typedef struct hak_heap_s {
     hak_slab_t* cur;                 /* first slab with room (never NULL) */
     uint64_t nmalloc;                /* statistics: blocks handed out (same line) */
   } cls[HAK_NCLASSES];
+  hak_slab_t* tail[HAK_NCLASSES];    /* last slab of each class's list (NULL when cur is empty) */
   hak_slab_t* full;                  /* slabs without room */
   hak_segment_t* segs;               /* owned segments with free pages */
   hak_segment_t* segs_full;          /* owned segments without free pages */
