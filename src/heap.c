@@ -420,11 +420,14 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
 
 static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req) {
   hak_slab_t* s = h->cls[cls].cur;
-  if (s->free == NULL && (++h->refills & 63) == 0) {   /* now and then: remote frees elsewhere, the release clock */
-    if (hak_load_relaxed(&h->xremote_hint)) heap_collect_remote(h);
-    _hak_heap_release_tick(h);
-    _hak_abandoned_age(false);
-    s = h->cls[cls].cur;
+  if (s->free == NULL) {
+    hak_counter_inc(&h->refills);
+    if ((h->refills & 63) == 0) {   /* now and then: remote frees elsewhere, the release clock */
+      if (hak_load_relaxed(&h->xremote_hint)) heap_collect_remote(h);
+      _hak_heap_release_tick(h);
+      _hak_abandoned_age(false);
+      s = h->cls[cls].cur;
+    }
   }
   for (;;) {
     if (s != &_hak_slab_empty) {
@@ -877,6 +880,8 @@ void _hak_heap_abandon(hak_heap_t* h) {
     atomic_fetch_add_explicit(&_hak_stat_nmalloc_dead[c], h->cls[c].nmalloc, memory_order_relaxed);
     hak_counter_set(&h->cls[c].nmalloc, 0);
   }
+  atomic_fetch_add_explicit(&_hak_stat_refills_dead, h->refills, memory_order_relaxed);
+  hak_counter_set(&h->refills, 0);
   hak_slab_t* s = h->full;
   h->full = NULL;
   while (s) {

@@ -257,7 +257,8 @@ typedef struct hak_heap_s {
   struct hak_heap_s* next_free;      /* heap pool */
   uint64_t next_release_ms;          /* release policy: next periodic check */
   uint32_t in_use;
-  uint32_t refills;                  /* slow-path refills (paces the release clock) */
+  uint64_t refills;                  /* mallocs that found the current slab without a free block
+                                      * (statistics; every 64th runs the periodic work) */
 } hak_heap_t;
 
 extern hak_heap_t _hak_heap_empty;
@@ -494,7 +495,7 @@ size_t _hak_os_peak_rss_bytes(void);
 /* stats.c */
 void _hak_stats_init(void);      /* after the options: keeps the report's descriptor */
 void _hak_stats_at_exit(void);
-extern _Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES];
+extern _Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES], _hak_stat_refills_dead;
 extern _Atomic(size_t) _hak_stat_slab_pages;
 extern _Atomic(uint64_t) _hak_stat_large_allocs, _hak_stat_large_frees;
 extern _Atomic(uint64_t) _hak_stat_large_bytes, _hak_stat_large_peak_bytes;

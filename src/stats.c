@@ -10,12 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-_Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES];
+_Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES], _hak_stat_refills_dead;
 _Atomic(size_t) _hak_stat_slab_pages;
 
-static void sum_heap(hak_heap_t* h, void* arg) {
+static void sum_heap(hak_heap_t* h, void* arg) {   /* acc: mallocs per class, then refills */
   uint64_t* acc = arg;
   for (size_t c = 0; c < HAK_NCLASSES; c++) acc[c] += __atomic_load_n(&h->cls[c].nmalloc, __ATOMIC_RELAXED);
+  acc[HAK_NCLASSES] += __atomic_load_n(&h->refills, __ATOMIC_RELAXED);
 }
 
 typedef struct { char* buf; size_t len, cap; } sbuf_t;
@@ -32,7 +33,7 @@ static void sb_add(sbuf_t* sb, const char* fmt, ...) {
 
 static size_t stats_format(char* buf, size_t cap) {
   sbuf_t sb = {buf, 0, cap};
-  uint64_t per[HAK_NCLASSES] = {0};
+  uint64_t per[HAK_NCLASSES + 1] = {0};
   _hak_heaps_foreach(sum_heap, per);
   static const char* const prof[] = {"speed", "balanced", "lean"};
   long long pr = hak_opt(PROFILE);
@@ -45,7 +46,8 @@ static size_t stats_format(char* buf, size_t cap) {
     total += n;
     if (n) sb_add(&sb, "  class %2zu %7u B %14llu\n", c, _hak_class_size[c], (unsigned long long)n);
   }
-  sb_add(&sb, "small: mallocs=%llu slab_pages=%zu (%zu KiB)\n", (unsigned long long)total,
+  sb_add(&sb, "small: mallocs=%llu refills=%llu slab_pages=%zu (%zu KiB)\n", (unsigned long long)total,
+         (unsigned long long)(per[HAK_NCLASSES] + hak_load_relaxed(&_hak_stat_refills_dead)),
          hak_load_relaxed(&_hak_stat_slab_pages), hak_load_relaxed(&_hak_stat_slab_pages) * (HAK_PAGE_SIZE / 1024));
   sb_add(&sb, "large: allocs=%llu frees=%llu live_bytes=%llu peak_bytes=%llu\n",
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_allocs),
