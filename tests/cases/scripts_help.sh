@@ -38,7 +38,7 @@ for s in "${scripts[@]}"; do
 done
 
 echo "== an unknown argument is refused (exit 2) before any work"
-for s in scripts/sites.sh scripts/soak.sh scripts/setup.sh; do
+for s in scripts/sites.sh scripts/soak.sh scripts/setup.sh scripts/programs.sh; do
   rc=0
   PATH="$tmp/bin:$PATH" timeout -k 2 10 bash "$s" --no-such-option >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
   if ((rc != 2)); then bad "$s --no-such-option: exit status $rc, want 2"
