@@ -5,8 +5,9 @@
 #   scripts/programs.sh list     programs and the allocators found
 #   scripts/programs.sh --help
 #
-# Each program runs under each allocator (LD_PRELOAD; glibc: none), run k of
-# every allocator before run k+1 of any:
+# Each program runs under each allocator (LD_PRELOAD; glibc: libc.so.6 itself,
+# since Debian's redis-server is linked with jemalloc), run k of every
+# allocator before run k+1 of any:
 #   redis    redis-server on 127.0.0.1 (a free port, no persistence) under the
 #            allocator; redis-benchmark (glibc) sends SET, GET, INCR, LPUSH,
 #            LPOP, SADD, HSET and MSET, 50,000 requests each from 50 clients;
@@ -145,9 +146,14 @@ free_port() {
   return 1
 }
 
+# glibc's column preloads libc itself: Debian's redis-server is linked with
+# jemalloc, and without a preload its malloc would be jemalloc's.
+LIBC=$(find_lib libc.so.6 || true)
+
 # One run: prints "figure unit peak_rss_kib"; non-zero on failure.
 run_one() {
   local prog=$1 lib=$2 log=$3 pre=() t
+  [[ -z $lib ]] && lib=$LIBC
   [[ -n $lib ]] && pre=("LD_PRELOAD=$lib")
   case $prog in
     redis)
