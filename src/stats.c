@@ -13,10 +13,11 @@
 _Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES], _hak_stat_refills_dead;
 _Atomic(size_t) _hak_stat_slab_pages;
 
-static void sum_heap(hak_heap_t* h, void* arg) {   /* acc: mallocs per class, then refills */
-  uint64_t* acc = arg;
-  for (size_t c = 0; c < HAK_NCLASSES; c++) acc[c] += __atomic_load_n(&h->cls[c].nmalloc, __ATOMIC_RELAXED);
-  acc[HAK_NCLASSES] += __atomic_load_n(&h->refills, __ATOMIC_RELAXED);
+typedef struct { uint64_t nmalloc[HAK_NCLASSES], refills; } heap_sums_t;
+static void sum_heap(hak_heap_t* h, void* arg) {
+  heap_sums_t* acc = arg;
+  for (size_t c = 0; c < HAK_NCLASSES; c++) acc->nmalloc[c] += __atomic_load_n(&h->cls[c].nmalloc, __ATOMIC_RELAXED);
+  acc->refills += __atomic_load_n(&h->refills, __ATOMIC_RELAXED);
 }
 
 typedef struct { char* buf; size_t len, cap; } sbuf_t;
@@ -33,8 +34,8 @@ static void sb_add(sbuf_t* sb, const char* fmt, ...) {
 
 static size_t stats_format(char* buf, size_t cap) {
   sbuf_t sb = {buf, 0, cap};
-  uint64_t per[HAK_NCLASSES + 1] = {0};
-  _hak_heaps_foreach(sum_heap, per);
+  heap_sums_t sums = {{0}, 0};
+  _hak_heaps_foreach(sum_heap, &sums);
   static const char* const prof[] = {"speed", "balanced", "lean"};
   long long pr = hak_opt(PROFILE);
   sb_add(&sb, "hakmem: stats (version %s, pid %d, profile %s)\n", HAKMEM_VERSION, (int)getpid(),
@@ -42,12 +43,12 @@ static size_t stats_format(char* buf, size_t cap) {
   sb_add(&sb, "classes: size mallocs\n");
   uint64_t total = 0;
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
-    uint64_t n = per[c] + hak_load_relaxed(&_hak_stat_nmalloc_dead[c]);
+    uint64_t n = sums.nmalloc[c] + hak_load_relaxed(&_hak_stat_nmalloc_dead[c]);
     total += n;
     if (n) sb_add(&sb, "  class %2zu %7u B %14llu\n", c, _hak_class_size[c], (unsigned long long)n);
   }
   sb_add(&sb, "small: mallocs=%llu refills=%llu slab_pages=%zu (%zu KiB)\n", (unsigned long long)total,
-         (unsigned long long)(per[HAK_NCLASSES] + hak_load_relaxed(&_hak_stat_refills_dead)),
+         (unsigned long long)(sums.refills + hak_load_relaxed(&_hak_stat_refills_dead)),
          hak_load_relaxed(&_hak_stat_slab_pages), hak_load_relaxed(&_hak_stat_slab_pages) * (HAK_PAGE_SIZE / 1024));
   sb_add(&sb, "large: allocs=%llu frees=%llu live_bytes=%llu peak_bytes=%llu\n",
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_allocs),
