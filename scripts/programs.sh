@@ -206,32 +206,35 @@ for p in "${PROGS[@]}"; do
 done
 
 # ---------------------------------------------------------------- report
-python3 - "$OUT/runs.csv" "${ACTIVE[*]}" >"$OUT/report.md" <<'EOF'
-import csv, statistics, sys
-rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] == "ok"]
+python3 - "$OUT/runs.csv" "${ACTIVE[*]}" "$ROOT/scripts/lib" >"$OUT/report.md" <<'EOF'
+import csv, sys
+sys.path.insert(0, sys.argv[3])
+from stats import median   # the suite's definition (scripts/lib/stats.py)
+all_rows = list(csv.DictReader(open(sys.argv[1])))
+rows = [r for r in all_rows if r["status"] == "ok"]
 allocs = sys.argv[2].split()
 print("# Real programs: median of the runs; ratio to glibc (time: lower is better; redis: req/s, higher is better)\n")
 print("| program | " + " | ".join(allocs) + " |")
 print("|---|" + "---|" * len(allocs))
 for prog in dict.fromkeys(r["program"] for r in rows):
-    cells = []
+    unit = next(r["unit"] for r in rows if r["program"] == prog)
     med = {}
     for a in allocs:
-        v = [float(r["figure"]) for r in rows if r["program"] == prog and r["alloc"] == a]
-        m = [float(r["peak_rss_kib"]) for r in rows if r["program"] == prog and r["alloc"] == a]
-        if v:
-            med[a] = (statistics.median(v), statistics.median(m), min(v), max(v), rows[[r["program"] for r in rows].index(prog)]["unit"])
+        mine = [r for r in rows if r["program"] == prog and r["alloc"] == a]
+        if mine:
+            v = [float(r["figure"]) for r in mine]
+            med[a] = (median(v), median([float(r["peak_rss_kib"]) for r in mine]), min(v), max(v))
     base = med.get("glibc")
+    cells = []
     for a in allocs:
         if a not in med:
             cells.append("—")
             continue
-        f, m, lo, hi, unit = med[a]
+        f, m, lo, hi = med[a]
         ratio = f"{f / base[0]:.2f}×" if base else "?"
         cells.append(f"{f:g} {unit} ({ratio}; {lo:g}–{hi:g}), {m / 1024:.1f} MB")
     print(f"| {prog} | " + " | ".join(cells) + " |")
-failed = sum(1 for r in csv.DictReader(open(sys.argv[1])) if r["status"] != "ok")
-print(f"\nfailed runs: {failed}")
+print(f"\nfailed runs: {len(all_rows) - len(rows)}")
 EOF
 cat "$OUT/report.md"
 log "written: $OUT/runs.csv, $OUT/report.md"
