@@ -376,6 +376,8 @@ void _hak_secure_flush(bool dying);
 void _hak_secure_init(void);
 void _hak_secure_large_alloc(hak_segment_t* seg);
 void _hak_secure_large_check(hak_segment_t* seg, const char* op);
+void _hak_secure_large_fill(hak_segment_t* seg);
+void _hak_secure_large_verify(hak_segment_t* seg);
 void _hak_secure_large_quarantine(hak_segment_t* seg);
 void _hak_secure_large_flush(void);
 hak_segment_t* _hak_secure_large_take(size_t need);

@@ -211,16 +211,30 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     seg->huge_aligned = 0;
     seg->pieced = 0;
     seg->large_peak = 0;
+    seg->guard_off = 0;
   }
   seg->large_off = off;
-  seg->guard_off = 0;
   if (guard) {
-    /* the block ends at the guard page, to its alignment (16, or the
-     * caller's up to HAK_LARGE_HDR: memalign & co.) */
-    size_t body = hak_align_up(size, HAK_OS_PAGE), a = align > 16 ? align : 16;
-    seg->large_off = (off + body - size) & ~(a - 1);   /* >= off: off is a multiple of a */
-    /* (and the mapping's headroom after it: a write far past the block faults too) */
-    if (_hak_os_protect((uint8_t*)seg + off + body, seg->map_size - off - body, PROT_NONE)) seg->guard_off = off + body;
+    /* The block ends at the guard page, to its alignment (16, or the
+     * caller's up to HAK_LARGE_HDR: memalign & co.).  A new mapping gets its
+     * guard (and its headroom after it: a write far past the block faults
+     * too) once; a held mapping (secure quarantine) keeps where it has it
+     * and the block moves up to end there, or its accessible part grows to
+     * the block's end (more rights: no other CPU's TLB to flush, which is
+     * what an mprotect to PROT_NONE of used pages costs: docs/SECURITY.md). */
+    size_t end = off + hak_align_up(size, HAK_OS_PAGE), a = align > 16 ? align : 16;
+    if (seg->guard_off == 0)
+      seg->guard_off = _hak_os_protect((uint8_t*)seg + end, seg->map_size - end, PROT_NONE) ? end : seg->map_size;
+    else if (seg->guard_off < end && _hak_os_protect((uint8_t*)seg + seg->guard_off, end - seg->guard_off,
+                                                     PROT_READ | PROT_WRITE))
+      seg->guard_off = end;
+    if (seg->guard_off > end && seg->guard_off - size >= HAK_SEG_SIZE &&
+        _hak_os_protect((uint8_t*)seg + end, seg->guard_off - end, PROT_NONE))
+      seg->guard_off = end;   /* (rare: the block must start in the first HAK_SEG_SIZE, where free finds it) */
+    if (seg->guard_off >= end && seg->guard_off - size < HAK_SEG_SIZE)
+      seg->large_off = (seg->guard_off - size) & ~(a - 1);   /* >= off: a divides off */
+  } else {
+    seg->guard_off = 0;
   }
   seg->large_size = size;
   seg->used_pages = 1;   /* live; 0 while cached or parked */

@@ -106,18 +106,21 @@ void* _hak_secure_quarantine_pop(bool dying) {
 }
 
 /* ---------------------------------------------------------------- large blocks
- * A freed large block is made PROT_NONE (from the page of its first byte to
- * its end; the header page stays readable, so a second free is still named
- * a double free) and held in a process-wide FIFO of LARGE_QUAR_N blocks and
- * at most LARGE_QUAR_BYTES of requests; the block that leaves is unmapped.
+ * A freed large block is checked (its canary), filled (secure.c) and held
+ * in a process-wide FIFO of LARGE_QUAR_N blocks and at most LARGE_QUAR_BYTES
+ * of requests; the block that leaves has its fill checked and is unmapped.
  * A new large block may take the mapping of one of them, but never of the
- * LARGE_QUAR_NEW most recently freed, and is filled first (secure.c).  Its
- * pages are kept rather than dropped: on this project's machine (a VM) a
- * page fault costs more than filling the page (malloc-large: 100 s with
- * the fill, 280 s with MADV_DONTNEED and fresh pages; the default 8-15 s).  So a read or write after free faults while the block is held,
- * malloc does not return a block just freed, and no earlier owner's bytes
- * are handed out.  This is the secure build's BigCache, which it does not
- * use otherwise. */
+ * LARGE_QUAR_NEW most recently freed: its fill is checked and the new block
+ * placed to end at the mapping's guard page (large.c), with no further
+ * pass (what lies outside a live block is fill).  So malloc does not return
+ * a block just freed, a read after free sees fill, a write after free is
+ * reported when the mapping is taken or let go, and no earlier owner's
+ * bytes are handed out.  No page changes protection on the way: an mprotect
+ * to PROT_NONE of used pages flushes every CPU's TLB, and made mstress 3x
+ * slower than the fill does (docs/BENCHMARKS.md, "Secure build").  A block
+ * of more than LARGE_QUAR_BYTES is unmapped at once (a use after free
+ * faults), not filled.  This is the secure build's BigCache, which it does
+ * not use otherwise. */
 #define LARGE_QUAR_N     16
 #define LARGE_QUAR_NEW   1
 #define LARGE_QUAR_BYTES ((size_t)64 << 20)
@@ -125,10 +128,17 @@ static pthread_mutex_t lq_lock = PTHREAD_MUTEX_INITIALIZER;
 static hak_segment_t* lq_slot[LARGE_QUAR_N];
 static size_t lq_head, lq_n, lq_bytes;
 
+static void lq_leave(hak_segment_t* seg) {
+  _hak_secure_large_verify(seg);
+  _hak_unmap_large(seg);
+}
+
 void _hak_secure_large_quarantine(hak_segment_t* seg) {
-  size_t from = seg->large_off & ~(size_t)(HAK_OS_PAGE - 1);
-  size_t to = seg->guard_off ? seg->guard_off : seg->map_size;
-  if (to > from) _hak_os_protect((uint8_t*)seg + from, to - from, PROT_NONE);
+  if (seg->large_size > LARGE_QUAR_BYTES) {
+    _hak_unmap_large(seg);
+    return;
+  }
+  _hak_secure_large_fill(seg);
   hak_segment_t* out[LARGE_QUAR_N + 1];
   size_t nout = 0;
   pthread_mutex_lock(&lq_lock);
@@ -142,10 +152,10 @@ void _hak_secure_large_quarantine(hak_segment_t* seg) {
     lq_n--;
   }
   pthread_mutex_unlock(&lq_lock);
-  for (size_t i = 0; i < nout; i++) _hak_unmap_large(out[i]);   /* outside the lock */
+  for (size_t i = 0; i < nout; i++) lq_leave(out[i]);   /* outside the lock */
 }
 
-/* Unmap every quarantined large block (hak_collect, malloc_trim). */
+/* Let every quarantined large block go (hak_collect, malloc_trim). */
 void _hak_secure_large_flush(void) {
   for (;;) {
     pthread_mutex_lock(&lq_lock);
@@ -158,20 +168,24 @@ void _hak_secure_large_flush(void) {
     }
     pthread_mutex_unlock(&lq_lock);
     if (seg == NULL) return;
-    _hak_unmap_large(seg);
+    lq_leave(seg);
   }
 }
 
 /* A held mapping for a new large block of `need` bytes (header, block,
- * guard page) of the size a new one would get or smaller, made accessible up
- * to its guard page; NULL when none fits. */
+ * guard page) of the size a new one would get or smaller, its fill checked;
+ * NULL when none fits.  (Only mappings with a guard page: blocks of the
+ * default alignment.) */
 hak_segment_t* _hak_secure_large_take(size_t need) {
   hak_segment_t* seg = NULL;
   pthread_mutex_lock(&lq_lock);
   for (size_t k = 0; k + LARGE_QUAR_NEW < lq_n; k++) {
     size_t i = (lq_head + k) % LARGE_QUAR_N;
     hak_segment_t* c = lq_slot[i];
-    if (c->map_size >= need && c->map_size <= _hak_bigcache_map_size(need)) {
+    /* (and the block can end at its guard page while it starts in the
+     * first HAK_SEG_SIZE bytes, where free finds it: large.c) */
+    if (c->guard_off != 0 && c->map_size >= need && c->map_size <= _hak_bigcache_map_size(need) &&
+        c->guard_off + 2 * HAK_OS_PAGE + HAK_LARGE_HDR < HAK_SEG_SIZE + need) {
       seg = c;
       lq_slot[i] = lq_slot[lq_head];   /* (the FIFO order of the rest changes a little) */
       lq_bytes -= seg->large_size;
@@ -181,11 +195,7 @@ hak_segment_t* _hak_secure_large_take(size_t need) {
     }
   }
   pthread_mutex_unlock(&lq_lock);
-  if (seg != NULL &&
-      !_hak_os_protect((uint8_t*)seg + HAK_LARGE_HDR, need - HAK_OS_PAGE - HAK_LARGE_HDR, PROT_READ | PROT_WRITE)) {
-    _hak_unmap_large(seg);
-    seg = NULL;
-  }
+  if (seg != NULL) _hak_secure_large_verify(seg);
   return seg;
 }
 

@@ -165,23 +165,30 @@ size_t _hak_secure_quarantine_enter(hak_slab_t* s, void* b, const char* op) {
   return n * 8;
 }
 
-/* ... and lets it go: those bytes must still be fill (a write after free),
- * 64 bytes a step (SSE2 vectors), then word by word. */
-void _hak_secure_quarantine_leave(void* b, size_t len, uint32_t bsize) {
-  const uint64_t* w = b;
+/* Where the first of len bytes (a multiple of 8, from a 16-byte aligned
+ * p) that is not fill lies, or len: 64 bytes a step (SSE2 vectors), then
+ * word by word. */
+static size_t fill_broken_at(const void* p, size_t len) {
+  const uint64_t* w = p;
   size_t n = len / 8;
   uint64_t f = _hak_secure_fill64;
   v2u64 fv = { f, f }, acc = { 0, 0 };
-  const v2u64* v = b;
+  const v2u64* v = p;
   size_t i = 0;
   for (; i + 8 <= n; i += 8, v += 4) acc |= (v[0] ^ fv) | (v[1] ^ fv) | (v[2] ^ fv) | (v[3] ^ fv);
   uint64_t bad = acc[0] | acc[1];
   for (; i < n; i++) bad |= w[i] ^ f;
-  if (hak_unlikely(bad != 0)) {
-    i = 0;
-    while (w[i] == f) i++;
-    _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", b, bsize, i * 8);
+  if (hak_likely(bad == 0)) return len;
+  for (i = 0; w[i] == f; i++) {
   }
+  return i * 8;
+}
+
+/* ... and lets it go: those bytes must still be fill. */
+void _hak_secure_quarantine_leave(void* b, size_t len, uint32_t bsize) {
+  size_t k = fill_broken_at(b, len);
+  if (hak_unlikely(k != len))
+    _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", b, bsize, k);
 }
 
 /* Owner collects remote frees. */
@@ -228,7 +235,12 @@ bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) {
 /* ---------------------------------------------------------------- large blocks
  * A large block ends at a guard page (large.c); below it, a canary of
  * LARGE_CANARY bytes (in the header page's slack, or below an aligned
- * block), checked on free and realloc: an underflow. */
+ * block), checked on free and realloc: an underflow.  A freed large block is
+ * filled, canary included, up to its guard page (or the end of its last
+ * page): every byte of a held mapping outside a live block is fill or was
+ * never written, so a new block taken from it holds no earlier owner's
+ * bytes without a second pass, and the fill is checked when the mapping is
+ * taken again or let go (a write after free). */
 #if HAK_SECURE
 #define LARGE_CANARY 32
 _Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR - LARGE_CANARY, "the canary below a large block is slack");
@@ -236,9 +248,6 @@ _Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR - LARGE_CANARY, "the canar
 void _hak_secure_large_alloc(hak_segment_t* seg) {
   uint64_t* c = (uint64_t*)((uint8_t*)seg + seg->large_off - LARGE_CANARY);
   for (int i = 0; i < LARGE_CANARY / 8; i++) c[i] = hak_sec_cookie(&c[i]);
-  /* a mapping taken from the quarantine whose pages could not be dropped:
-   * no earlier owner's bytes */
-  if (!seg->large_fresh) memset((uint8_t*)seg + seg->large_off, (int)(uint8_t)_hak_secure_fill64, seg->large_size);
 }
 
 void _hak_secure_large_check(hak_segment_t* seg, const char* op) {
@@ -248,5 +257,30 @@ void _hak_secure_large_check(hak_segment_t* seg, const char* op) {
     if (c[i] != hak_sec_cookie(&c[i]))
       _hak_fatal("hakmem: heap underflow detected below block %p (large block): the %d bytes below it were "
                  "overwritten, in %s()\n", (void*)((uint8_t*)seg + seg->large_off), LARGE_CANARY, op);
+}
+
+/* What a freed block's fill covers: its canary, the block, and the rest of
+ * its last page (an overflow short of the guard page wrote there). */
+static uint8_t* large_fill_range(hak_segment_t* seg, size_t* len) {
+  size_t from = seg->large_off - LARGE_CANARY;
+  size_t to = seg->guard_off ? seg->guard_off : hak_align_up(seg->large_off + seg->large_size, HAK_OS_PAGE);
+  *len = to - from;
+  return (uint8_t*)seg + from;
+}
+
+void _hak_secure_large_fill(hak_segment_t* seg) {
+  size_t len;
+  uint8_t* p = large_fill_range(seg, &len);
+  memset(p, (int)(uint8_t)_hak_secure_fill64, len);
+}
+
+/* The fill of a freed block is intact (it is taken again or let go). */
+void _hak_secure_large_verify(hak_segment_t* seg) {
+  size_t len;
+  uint8_t* p = large_fill_range(seg, &len);   /* 16-byte aligned: large_off is, LARGE_CANARY is */
+  size_t k = fill_broken_at(p, len);
+  if (hak_unlikely(k != len))
+    _hak_fatal("hakmem: write after free detected in block %p (large block, near offset %zd)\n",
+               (void*)((uint8_t*)seg + seg->large_off), (ssize_t)k - LARGE_CANARY);
 }
 #endif
