@@ -66,22 +66,44 @@ hak_inline void hak_free_block(void* p, const char* op) {
   }
   _hak_free_generic(p, op);
 }
-/* free: the secure build first checks and quarantines a small block, and
- * frees the block that leaves the quarantine (quarantine.c). */
-hak_inline void hak_free_inline(void* p, const char* op) {
-  if (HAK_SECURE) {
-    p = _hak_secure_quarantine(p, op);
-    if (p == NULL) return;
-  }
-  hak_free_block(p, op);
-}
 #if HAK_SECURE
+/* The secure build's free, out of line: one lookup of a small block's slab
+ * (the head slab of a multi-page one) for the checks and fill of the
+ * quarantine's entry, then the ordinary free of the block that leaves the
+ * quarantine (its slab's owner may have changed since: a thread exited). */
+static void secure_free(void* p, const char* op) {
+  if (hak_likely(hak_segmap_contains(p)) && hak_segment_of(p)->kind == HAK_SEG_SMALL) {
+    hak_slab_t* s = page_slab(p);
+    if (hak_load_acquire(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
+    uintptr_t xo = hak_load_acquire(&s->xowner);
+    if (xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL &&
+        hak_is_carved_block(s, (uintptr_t)p - (uintptr_t)slab_start(s), __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
+      void* b = _hak_secure_quarantine(s, p, op);
+      if (b != NULL) hak_free_block(b, op);
+      return;
+    }
+  }
+  hak_free_block(p, op);   /* large and zero-size blocks; what is no block start, reported */
+}
+
 /* Free every block this thread's quarantine holds (thread exit, collect). */
 void _hak_secure_flush(bool dying) {
   void* b;
   while ((b = _hak_secure_quarantine_pop(dying)) != NULL) hak_free_block(b, "free");
 }
+#else
+hak_inline void secure_free(void* p, const char* op) { (void)p, (void)op; }
 #endif
+
+/* free: the secure build checks and quarantines a small block, and frees
+ * the block that leaves the quarantine (quarantine.c). */
+hak_inline void hak_free_inline(void* p, const char* op) {
+  if (HAK_SECURE) {
+    secure_free(p, op);
+    return;
+  }
+  hak_free_block(p, op);
+}
 
 /* The common case as cheap as free's: a live block in its slab's first page,
  * with the same checks (carved block start, no free cookie); everything else,

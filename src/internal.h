@@ -368,7 +368,7 @@ void _hak_secure_carve_fill(void* b, uint32_t bsize);
 void _hak_secure_shuffle(void** v, size_t n);
 void _hak_secure_segment_guards(hak_segment_t* seg);
 bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages);
-void* _hak_secure_quarantine(void* p, const char* op);
+void* _hak_secure_quarantine(hak_slab_t* s, void* p, const char* op);
 size_t _hak_secure_quarantine_enter(hak_slab_t* s, void* b, const char* op);
 void _hak_secure_quarantine_leave(void* b, size_t len, uint32_t bsize);
 void* _hak_secure_quarantine_pop(bool dying);
@@ -397,7 +397,6 @@ hak_inline void _hak_secure_carve_fill(void* b, uint32_t bsize) { (void)b, (void
 hak_inline void _hak_secure_shuffle(void** v, size_t n) { (void)v, (void)n; }
 hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
 hak_inline bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) { (void)seg, (void)idx, (void)npages; return true; }
-hak_inline void* _hak_secure_quarantine(void* p, const char* op) { (void)op; return p; }
 hak_inline void _hak_secure_flush(bool dying) { (void)dying; }
 hak_inline void _hak_secure_init(void) {}
 hak_inline void _hak_secure_large_alloc(hak_segment_t* seg) { (void)seg; }

@@ -23,6 +23,9 @@ typedef struct {
 } quar_slot_t;
 typedef struct {
   size_t head, n, bytes;
+  size_t budget;      /* HAKMEM_SECURE_QUARANTINE */
+  uint64_t draws;     /* random bits for the draws, 3 a draw ... */
+  unsigned ndraws;    /* ... this many left */
   quar_slot_t slot[QUAR_CAP];
 } quar_t;
 static __thread quar_t* tls_quar;
@@ -40,51 +43,46 @@ static quar_t* quar_get(void) {
   pthread_mutex_unlock(&ring_lock);
   if (q != NULL) q->slot[0].p = NULL;   /* empty: n == 0 */
   else q = _hak_os_map(sizeof(quar_t), NULL);   /* zero: empty */
+  if (q != NULL) q->budget = (size_t)hak_opt(SECURE_QUARANTINE);
   tls_quar = q != NULL ? q : QUAR_DEAD;    /* no memory: no quarantine for this thread */
   return tls_quar;
 }
 
 /* The oldest block (or one of the oldest few) leaves, its fill checked. */
 static void* quar_take(quar_t* q) {
+  _Static_assert(QUAR_DRAW == 8 && (QUAR_CAP & (QUAR_CAP - 1)) == 0, "3 random bits a draw; a power-of-2 ring");
   if (q->n > QUAR_FIXED) {
-    size_t j = (q->head + (size_t)(_hak_secure_rand() % QUAR_DRAW)) % QUAR_CAP;
+    if (q->ndraws == 0) {
+      q->draws = _hak_secure_rand();
+      q->ndraws = 64 / 3;
+    }
+    size_t j = (q->head + (q->draws & (QUAR_DRAW - 1))) & (QUAR_CAP - 1);
+    q->draws >>= 3;
+    q->ndraws--;
     quar_slot_t t = q->slot[j];
     q->slot[j] = q->slot[q->head];
     q->slot[q->head] = t;
   }
   quar_slot_t e = q->slot[q->head];
-  q->head = (q->head + 1) % QUAR_CAP;
+  q->head = (q->head + 1) & (QUAR_CAP - 1);
   q->n--;
   q->bytes -= e.bsize;
   _hak_secure_quarantine_leave(e.p, e.len, e.bsize);
   return e.p;
 }
 
-/* free(p), first step: a small block is checked (live, canary, the block
- * below), filled and held back; returns the block to free now (one that
- * leaves the quarantine), or NULL.  Anything else (NULL, a large or
- * zero-size block, a foreign or interior pointer) is returned unchanged for
- * the ordinary path, which frees or reports it. */
-void* _hak_secure_quarantine(void* p, const char* op) {
-  if (!hak_segmap_contains(p)) return p;
-  hak_segment_t* seg = hak_segment_of(p);
-  if (seg->kind != HAK_SEG_SMALL) return p;
-  hak_slab_t* s = &seg->slabs[((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT];
-  uintptr_t xo = hak_load_acquire(&s->xowner);
-  if (xo == HAK_OWNER_TAIL) {
-    s -= s->head_off;
-    xo = hak_load_acquire(&s->xowner);
-  }
-  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return p;
-  size_t off = (size_t)((uint8_t*)p - slab_start(s));
-  if (!hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) return p;
+/* free(p), p a carved block start of small slab s (alloc.c found it): the
+ * block is checked (live, canary, the block below), filled and held back;
+ * returns the block to free now (one that leaves the quarantine, or p when
+ * this thread has none), or NULL. */
+void* _hak_secure_quarantine(hak_slab_t* s, void* p, const char* op) {
   size_t len = _hak_secure_quarantine_enter(s, p, op);
   quar_t* q = quar_get();
-  if (q == QUAR_DEAD) return p;
-  q->slot[(q->head + q->n) % QUAR_CAP] = (quar_slot_t){ p, (uint32_t)len, s->bsize };
+  if (hak_unlikely(q == QUAR_DEAD)) return p;
+  q->slot[(q->head + q->n) & (QUAR_CAP - 1)] = (quar_slot_t){ p, (uint32_t)len, s->bsize };
   q->n++;
   q->bytes += s->bsize;
-  if (q->n < QUAR_CAP && q->bytes <= (size_t)hak_opt(SECURE_QUARANTINE)) return NULL;
+  if (hak_likely(q->n < QUAR_CAP && q->bytes <= q->budget)) return NULL;
   return quar_take(q);
 }
 
