@@ -76,9 +76,10 @@ static void secure_free(void* p, const char* op) {
     hak_slab_t* s = page_slab(p);
     if (hak_load_acquire(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
     uintptr_t xo = hak_load_acquire(&s->xowner);
+    size_t off = (uintptr_t)p - (uintptr_t)slab_start(s);
     if (xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL &&
-        hak_is_carved_block(s, (uintptr_t)p - (uintptr_t)slab_start(s), __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
-      void* b = _hak_secure_quarantine(s, p, op);
+        hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
+      void* b = _hak_secure_quarantine(s, p, off, op);
       if (b != NULL) hak_free_block(b, op);
       return;
     }

@@ -368,9 +368,9 @@ void _hak_secure_carve_fill(void* b, uint32_t bsize);
 void _hak_secure_shuffle(void** v, size_t n);
 void _hak_secure_segment_guards(hak_segment_t* seg);
 bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages);
-void* _hak_secure_quarantine(hak_slab_t* s, void* p, const char* op);
-size_t _hak_secure_quarantine_enter(hak_slab_t* s, void* b, const char* op);
-void _hak_secure_quarantine_leave(void* b, size_t len, uint32_t bsize);
+void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op);
+_Noreturn void _hak_secure_free_failed(hak_slab_t* s, void* b, uint64_t t, const char* op);
+_Noreturn void _hak_secure_fill_failed(void* b, size_t at, uint32_t bsize);
 void* _hak_secure_quarantine_pop(bool dying);
 void _hak_secure_flush(bool dying);
 void _hak_secure_init(void);
@@ -576,6 +576,80 @@ hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, size_t req) 
   hak_store64(p + req, HAK_SEC_CANARY64);
   hak_store64(p + bsize - 8, hak_sec_cookie(b) + req + HAK_SEC_LIVE_BIAS);
 }
+
+#if HAK_SECURE
+/* A live block of slab s (b: a carved block start) enters the quarantine:
+ * claim its trailer with one atomic exchange (two threads freeing the same
+ * block cannot both pass), check it, and fill what the owner could write:
+ * the request and the canary (the rest of the block, but the trailer, holds
+ * fill already: carving filled it, and every free refills what the owner
+ * had).  The checks: the trailer decodes to a request that fits (else a
+ * double free or an overflow over it), the canary after the request (an
+ * overflow of even one byte), and the trailer of the block below (an
+ * underflow; block 0 of a slab is never handed out, so a live block has
+ * one; off: b's offset in its slab).  Any failure goes to
+ * _hak_secure_free_failed, which classifies and reports.  Returns the filled length in bytes, a multiple of 8. */
+typedef uint64_t hak_v2u64 __attribute__((vector_size(16), aligned(8), may_alias));
+hak_inline bool hak_sec_trailer_valid(const uint8_t* b, uint32_t bsize, uint64_t t) {
+  return t <= HAK_SEC_T_QUAR || t - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS <= bsize - HAK_SEC_LIVE_BIAS;
+}
+/* Fill len bytes at p (len a multiple of 8, at least 8) with f, and the
+ * bits by which those bytes differ from it (0: all fill).  Up to 64 bytes,
+ * as most blocks are, a few stores or loads that may overlap, no loop. */
+hak_inline void hak_sec_fill(uint8_t* p, size_t len, uint64_t f) {
+  hak_v2u64 fv = { f, f };
+  if (len <= 16) {
+    hak_store64(p, f);
+    hak_store64(p + len - 8, f);
+  } else if (len <= 32) {
+    *(hak_v2u64*)p = fv;
+    *(hak_v2u64*)(p + len - 16) = fv;
+  } else if (len <= 64) {
+    *(hak_v2u64*)p = fv;
+    *(hak_v2u64*)(p + 16) = fv;
+    *(hak_v2u64*)(p + len - 32) = fv;
+    *(hak_v2u64*)(p + len - 16) = fv;
+  } else {
+    memset(p, (int)(uint8_t)f, len);   /* libc's wider stores */
+  }
+}
+hak_inline uint64_t hak_sec_fill_diff(const uint8_t* p, size_t len, uint64_t f) {
+  if (len <= 16) return (hak_load64(p) ^ f) | (hak_load64(p + len - 8) ^ f);
+  hak_v2u64 fv = { f, f }, acc;
+  if (len <= 32) {
+    acc = (*(const hak_v2u64*)p ^ fv) | (*(const hak_v2u64*)(p + len - 16) ^ fv);
+  } else if (len <= 64) {
+    acc = (*(const hak_v2u64*)p ^ fv) | (*(const hak_v2u64*)(p + 16) ^ fv) | (*(const hak_v2u64*)(p + len - 32) ^ fv) |
+          (*(const hak_v2u64*)(p + len - 16) ^ fv);
+  } else {
+    const uint8_t* end = p + len - 64;   /* the last 64 bytes, which may overlap the loop's */
+    acc = (*(const hak_v2u64*)end ^ fv) | (*(const hak_v2u64*)(end + 16) ^ fv) | (*(const hak_v2u64*)(end + 32) ^ fv) |
+          (*(const hak_v2u64*)(end + 48) ^ fv);
+    for (; p < end; p += 64)
+      acc |= (*(const hak_v2u64*)p ^ fv) | (*(const hak_v2u64*)(p + 16) ^ fv) | (*(const hak_v2u64*)(p + 32) ^ fv) |
+             (*(const hak_v2u64*)(p + 48) ^ fv);
+  }
+  return acc[0] | acc[1];
+}
+hak_inline size_t hak_secure_enter(hak_slab_t* s, void* b, size_t off, const char* op) {
+  uint8_t* p = (uint8_t*)b;
+  uint32_t bsize = s->bsize;
+  uint64_t t = __atomic_exchange_n((uint64_t*)(p + bsize - 8), (uint64_t)HAK_SEC_T_QUAR, __ATOMIC_RELAXED);
+  uint64_t req = t - hak_sec_cookie(p) - HAK_SEC_LIVE_BIAS;   /* (wraps when not live) */
+  if (hak_unlikely(req > bsize - HAK_SEC_LIVE_BIAS || hak_load64(p + req) != HAK_SEC_CANARY64 ||
+                   off < bsize || !hak_sec_trailer_valid(p - bsize, bsize, hak_load64(p - 8))))
+    _hak_secure_free_failed(s, b, t, op);
+  size_t len = (req + 8 + 7) & ~(size_t)7;   /* request and canary; <= bsize - 8 */
+  hak_sec_fill(p, len, _hak_secure_fill64);
+  return len;
+}
+/* ... and leaves it: the len bytes filled must still be fill (a write
+ * after free). */
+hak_inline void hak_secure_leave(void* b, size_t len, uint32_t bsize) {
+  if (hak_unlikely(hak_sec_fill_diff((const uint8_t*)b, len, _hak_secure_fill64) != 0))
+    _hak_secure_fill_failed(b, len, bsize);
+}
+#endif
 
 /* free of a block the quarantine let go (quarantine.c checked the block
  * when it entered, filled it, and checks the fill when it leaves): its

@@ -34,9 +34,9 @@ static __thread quar_t* tls_quar;
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 static quar_t* ring_pool;   /* linked through slot[0].p */
 
-static quar_t* quar_get(void) {
-  quar_t* q = tls_quar;
-  if (hak_likely(q != NULL)) return q;
+/* The thread's first quarantined block: a ring from the pool or a new one. */
+static hak_cold quar_t* quar_new(void) {
+  quar_t* q;
   pthread_mutex_lock(&ring_lock);
   q = ring_pool;
   if (q != NULL) ring_pool = q->slot[0].p;
@@ -46,6 +46,10 @@ static quar_t* quar_get(void) {
   if (q != NULL) q->budget = (size_t)hak_opt(SECURE_QUARANTINE);
   tls_quar = q != NULL ? q : QUAR_DEAD;    /* no memory: no quarantine for this thread */
   return tls_quar;
+}
+hak_inline quar_t* quar_get(void) {
+  quar_t* q = tls_quar;
+  return hak_likely(q != NULL) ? q : quar_new();
 }
 
 /* The oldest block (or one of the oldest few) leaves, its fill checked. */
@@ -67,16 +71,17 @@ static void* quar_take(quar_t* q) {
   q->head = (q->head + 1) & (QUAR_CAP - 1);
   q->n--;
   q->bytes -= e.bsize;
-  _hak_secure_quarantine_leave(e.p, e.len, e.bsize);
+  hak_secure_leave(e.p, e.len, e.bsize);
   return e.p;
 }
 
-/* free(p), p a carved block start of small slab s (alloc.c found it): the
+/* free(p), p a carved block start at offset off of small slab s (alloc.c
+ * found it): the
  * block is checked (live, canary, the block below), filled and held back;
  * returns the block to free now (one that leaves the quarantine, or p when
  * this thread has none), or NULL. */
-void* _hak_secure_quarantine(hak_slab_t* s, void* p, const char* op) {
-  size_t len = _hak_secure_quarantine_enter(s, p, op);
+void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op) {
+  size_t len = hak_secure_enter(s, p, off, op);
   quar_t* q = quar_get();
   if (hak_unlikely(q == QUAR_DEAD)) return p;
   q->slot[(q->head + q->n) & (QUAR_CAP - 1)] = (quar_slot_t){ p, (uint32_t)len, s->bsize };

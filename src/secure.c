@@ -142,53 +142,23 @@ void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) {
   check_released(s, b, __atomic_exchange_n(trailer(s, b), (uint64_t)T_REMOTE, __ATOMIC_RELAXED), op);
 }
 
-/* The quarantine takes a block: claim the trailer with one atomic exchange
- * (two threads freeing the same block cannot both pass), check everything,
- * and fill what the owner could write: the request and the canary (the rest
- * of the block, but the trailer, holds fill already: carving filled it, and
- * every free refills what the owner had).  Returns that length in bytes, a
- * multiple of 8; p is a carved block start of slab s. */
-typedef uint64_t v2u64 __attribute__((vector_size(16)));
-size_t _hak_secure_quarantine_enter(hak_slab_t* s, void* b, const char* op) {
-  size_t req = check_live(s, b, __atomic_exchange_n(trailer(s, b), (uint64_t)T_QUAR, __ATOMIC_RELAXED), op);
-  size_t n = (req + CANARY + 7) / 8;   /* words; <= (bsize - 8) / 8 */
-  uint64_t f = _hak_secure_fill64;
-  v2u64 fv = { f, f };
-  v2u64* v = b;   /* 16-byte aligned */
-  if (n > 8) {   /* libc's memset has the wider stores; for a few words its call costs more */
-    memset(b, (int)(uint8_t)f, n * 8);
-    return n * 8;
-  }
-  size_t i = 0;
-  for (; i + 2 <= n; i += 2) *v++ = fv;
-  if (i < n) ((uint64_t*)b)[i] = f;
-  return n * 8;
+/* A check of hak_secure_enter failed (internal.h): which one, reported. */
+_Noreturn hak_cold void _hak_secure_free_failed(hak_slab_t* s, void* b, uint64_t t, const char* op) {
+  check_live(s, b, t, op);
+  _hak_fatal("hakmem: heap corruption at block %p (size %u) in %s()\n", b, s->bsize, op);
 }
 
-/* Where the first of len bytes (a multiple of 8, from a 16-byte aligned
- * p) that is not fill lies, or len: 64 bytes a step (SSE2 vectors), then
- * word by word. */
+/* A write after free, found by hak_secure_leave (internal.h) or when a
+ * large mapping is taken again. */
 static size_t fill_broken_at(const void* p, size_t len) {
   const uint64_t* w = p;
-  size_t n = len / 8;
-  uint64_t f = _hak_secure_fill64;
-  v2u64 fv = { f, f }, acc = { 0, 0 };
-  const v2u64* v = p;
   size_t i = 0;
-  for (; i + 8 <= n; i += 8, v += 4) acc |= (v[0] ^ fv) | (v[1] ^ fv) | (v[2] ^ fv) | (v[3] ^ fv);
-  uint64_t bad = acc[0] | acc[1];
-  for (; i < n; i++) bad |= w[i] ^ f;
-  if (hak_likely(bad == 0)) return len;
-  for (i = 0; w[i] == f; i++) {
-  }
+  while (i < len / 8 && w[i] == _hak_secure_fill64) i++;
   return i * 8;
 }
-
-/* ... and lets it go: those bytes must still be fill. */
-void _hak_secure_quarantine_leave(void* b, size_t len, uint32_t bsize) {
-  size_t k = fill_broken_at(b, len);
-  if (hak_unlikely(k != len))
-    _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", b, bsize, k);
+_Noreturn hak_cold void _hak_secure_fill_failed(void* b, size_t len, uint32_t bsize) {
+  _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", b, bsize,
+             fill_broken_at(b, len));
 }
 
 /* Owner collects remote frees. */

@@ -10,9 +10,9 @@ cc -O1 -fno-builtin -std=gnu11 tests/rel/secure.c -pthread -o build/tests/secure
 LIB=$PWD/build/libhakmem-secure.so
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fails=0
-row() {   # name  want-rc  stderr-ERE
+row() {   # name[:arg:arg]  want-rc  stderr-ERE
   local name=$1 want=$2 ere=$3 rc=0
-  bash -c 'LD_PRELOAD="$1" timeout 60 "$2" "$3" >"$0/out" 2>"$0/err"' "$tmp" "$LIB" build/tests/secure "$name" 2>/dev/null || rc=$?
+  bash -c 'LD_PRELOAD="$1" timeout 60 "$2" "${@:3}" >"$0/out" 2>"$0/err"' "$tmp" "$LIB" build/tests/secure ${name//:/ } 2>/dev/null || rc=$?
   local line; line=$(head -n 1 "$tmp/err")
   if [[ $rc != "$want" ]] || ! grep -Eq -- "$ere" <<<"$line"; then
     echo "FAIL $name: status $rc (want $want), stderr: $line"; fails=$((fails + 1))
@@ -23,6 +23,15 @@ row() {   # name  want-rc  stderr-ERE
 row overflow_1 134 '^hakmem: heap overflow detected in block 0x[0-9a-f]+: byte 0 past its 20 requested bytes'
 row overflow_32 134 '^hakmem: heap overflow detected'
 row write_after_free 134 '^hakmem: write after free detected in block 0x[0-9a-f]+'
+# a write after free of one byte is found wherever it lands in what the free
+# filled (the request and the canary after it): blocks whose fill takes each
+# of the check's shapes (8-16, 17-32, 33-64 bytes, longer), first and last
+# byte, and a byte in between
+for n in 1 9 17 24 40 56 57 100 300 3000; do
+  for at in 0 $((n / 2)) $((n - 1)) $n; do
+    row "write_after_free_at:$n:$at" 134 '^hakmem: write after free detected in block 0x[0-9a-f]+'
+  done
+done
 row link_overwrite 134 '^hakmem: (free list corrupted|write after free detected)'
 row large_overflow 139 ''
 row double_free 134 '^hakmem: double free of 0x[0-9a-f]+ \(size [0-9]+\) in free\(\)$'

@@ -35,6 +35,13 @@ int main(int argc, char** argv) {
     free(p);
     memset(p + 16, 'X', 16);
     churn();
+  } else if (!strcmp(s, "write_after_free_at") && argc > 3) {   /* SIZE OFFSET: one byte, anywhere */
+    size_t n = strtoul(argv[2], NULL, 0), at = strtoul(argv[3], NULL, 0);
+    char* p = malloc(n);
+    printf("addr=%p\n", (void*)p);
+    free(p);
+    p[at] = 'X';
+    churn();
   } else if (!strcmp(s, "link_overwrite")) {  /* a forged free-list link */
     char* p = malloc(64);
     char* q = malloc(64);
@@ -66,7 +73,7 @@ int main(int argc, char** argv) {
     puts("done");
     return 0;
   } else {
-    fprintf(stderr, "usage: secure overflow_1|overflow_32|write_after_free|link_overwrite|large_overflow|double_free|control\n");
+    fprintf(stderr, "usage: secure overflow_1|overflow_32|write_after_free|write_after_free_at SIZE OFFSET|link_overwrite|large_overflow|double_free|control\n");
     return 2;
   }
   puts("done");
