@@ -25,6 +25,8 @@
 #   ALLOCS="..."       allocators (default: hakmem glibc mimalloc jemalloc tcmalloc,
 #                      and mi241 when ../shared/peers is beside the checkout); absent
 #                      ones are skipped and named
+#                      (also known: mi343, snmalloc, and for the secure builds
+#                      hakmem_secure, mi241_secure, hardened, scudo)
 #   LIB_<alloc>=path   use this library for an allocator
 #   OUTDIR=dir         where to write (default results/<date>-<time>-<host>-programs)
 #   NO_BUILD=1         do not run make (use the existing build/)
@@ -77,7 +79,7 @@ prog_cmd() {
   esac
 }
 
-if [[ ${NO_BUILD:-0} != 1 && " ${ALLOC_LIST[*]} " == *" hakmem "* ]]; then
+if [[ ${NO_BUILD:-0} != 1 && " ${ALLOC_LIST[*]} " == *" hakmem"[\ _]* ]]; then
   build_hakmem || die "building hakmem failed"
 fi
 ACTIVE=() absent=()

@@ -112,6 +112,20 @@ alloc_lib() {
   case $a in
     glibc) echo "" ;;
     hakmem) [[ -r $ROOT/build/libhakmem.so ]] && echo "$ROOT/build/libhakmem.so" ;;
+    hakmem_secure) [[ -r $ROOT/build/libhakmem-secure.so ]] && echo "$ROOT/build/libhakmem-secure.so" ;;
+    mi241_secure) [[ -r $PEERS_DIR/mimalloc-2.4.1/libmimalloc-secure.so ]] && echo "$PEERS_DIR/mimalloc-2.4.1/libmimalloc-secure.so" ;;
+    hardened)   # GrapheneOS hardened_malloc, built in ../shared/peers
+      local h
+      for h in "$PEERS_DIR"/hardened_malloc-*/libhardened_malloc.so; do
+        [[ -r $h ]] && { echo "$h"; return 0; }
+      done
+      return 1
+      ;;
+    scudo)   # LLVM's hardened allocator, Debian's libclang-rt-*-dev
+      local s
+      s=$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-x86_64.so 2>/dev/null | head -n 1)
+      [[ -n $s ]] && echo "$s"
+      ;;
     mimalloc) find_lib libmimalloc.so.2 libmimalloc.so ;;
     jemalloc) find_lib libjemalloc.so.2 libjemalloc.so ;;
     tcmalloc) find_lib libtcmalloc_minimal.so.4 libtcmalloc_minimal.so libtcmalloc.so.4 libtcmalloc.so ;;
