@@ -143,9 +143,12 @@ static bool slab_extend(hak_slab_t* s) {
   __atomic_store_n(&s->carved, s->carved + count * hak_slab_step(s), __ATOMIC_RELAXED);
   if (HAK_SECURE) {   /* random order, each block filled and marked as if freed */
     void* v[256];   /* count <= 4096 / 16 */
+    /* (a slab on pages never used is zero already: with the zero fill, the
+     * default, it holds what a fill would write) */
+    bool fill = !s->sec_zero || _hak_secure_fill64 != 0;
     for (uint32_t i = 0; i < count; i++) {
       v[i] = p + (size_t)i * bsize;
-      _hak_secure_carve_fill(v[i], bsize);
+      if (fill) _hak_secure_carve_fill(v[i], bsize);
     }
     /* block 0 of a slab is never handed out: every block handed out has a
      * block below whose trailer shows an underflow (secure.c check_live) */
@@ -402,8 +405,10 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   uint64_t mask = (((uint64_t)1 << npages) - 1) << idx;
   /* secure: pages never used are PROT_NONE; no more mappings
    * (vm.max_map_count) is out of memory */
+  bool zero = false;   /* secure: pages opened now were never written (PROT_NONE until now): zero */
   if (HAK_SECURE && (mask & ~seg->sec_open)) {
     if (!_hak_secure_slab_pages(seg, idx, npages)) return NULL;
+    zero = (mask & seg->sec_open) == 0;
     seg->sec_open |= mask;
   }
   seg->free_pages &= ~mask;
@@ -414,6 +419,7 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
     seglist_push(&h->segs_full, seg);
   }
   slab_init(h, seg, idx, cls);
+  if (HAK_SECURE) seg->slabs[idx].sec_zero = zero;
   atomic_fetch_add_explicit(&_hak_stat_slab_pages, npages, memory_order_relaxed);
   return &seg->slabs[idx];
 }

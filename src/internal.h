@@ -154,7 +154,8 @@ typedef struct hak_slab_s {
   uint32_t used;                     /* blocks out (incl. pending remote frees) */
   uint32_t bsize;                    /* block size */
   uint32_t carved;                   /* blocks carved so far × hak_slab_step(s) */
-  uint8_t  cls, npages, head_off, _pad;
+  uint8_t  cls, npages, head_off;
+  uint8_t  sec_zero;                 /* secure: the slab's pages were never used (zero: carving need not fill) */
 } hak_slab_t;
 
 /* ---------------------------------------------------------------- segments */
