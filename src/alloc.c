@@ -79,8 +79,8 @@ static void secure_free(void* p, const char* op) {
     size_t off = (uintptr_t)p - (uintptr_t)slab_start(s);
     if (xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL &&
         hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
-      void* b = _hak_secure_quarantine(s, p, off, op);
-      if (b != NULL) hak_free_block(b, op);
+      for (void* b = _hak_secure_quarantine(s, p, off, op); b != NULL; b = _hak_secure_quarantine_excess())
+        hak_free_block(b, op);
       return;
     }
   }

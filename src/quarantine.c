@@ -91,6 +91,15 @@ void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op)
   return quar_take(q);
 }
 
+/* Another block to let go while the ring is still over its budget (a big
+ * block came in, a small one left); NULL once it is within.  The newest
+ * block stays: free(p); malloc(same size) never returns p. */
+void* _hak_secure_quarantine_excess(void) {
+  quar_t* q = tls_quar;
+  if (q == NULL || q == QUAR_DEAD || q->n <= 1 || (q->n < QUAR_CAP && q->bytes <= q->budget)) return NULL;
+  return quar_take(q);
+}
+
 /* One block out of this thread's quarantine (NULL when empty); `dying`: the
  * thread exits, so its ring goes too, and later frees skip the quarantine. */
 void* _hak_secure_quarantine_pop(bool dying) {

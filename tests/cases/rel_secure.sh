@@ -35,6 +35,7 @@ done
 row link_overwrite 134 '^hakmem: (free list corrupted|write after free detected)'
 row large_overflow 139 ''
 row double_free 134 '^hakmem: double free of 0x[0-9a-f]+ \(size [0-9]+\) in free\(\)$'
+row quarantine_budget 0 ''
 row control 0 ''
 # a real program under the secure build
 out=$(LD_PRELOAD=$LIB sort -n < <(seq 200000 -1 1) | md5sum)

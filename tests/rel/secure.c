@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void* volatile sink;
 /* malloc/free of the same size, enough to cycle the quarantine (a freed
@@ -72,8 +73,33 @@ int main(int argc, char** argv) {
     }
     puts("done");
     return 0;
+  } else if (!strcmp(s, "quarantine_budget")) {
+    /* the quarantine holds at most its budget of bytes (256 KiB by
+     * default), however the sizes of the blocks that come in and go out
+     * mix: first it fills with small blocks, then 4 KiB blocks come in
+     * (each round frees one, and a small one; 64 of each live).  Exit
+     * status 1 when the memory grows past 8 MiB over the start (when each
+     * big block pushed out one small one, the ring ended up holding 4,096
+     * blocks of 5 KiB: 20 MiB). */
+    long page = sysconf(_SC_PAGESIZE), size, rss0 = 0, rss1 = 0;
+    void* big[64] = {0};
+    void* small[64] = {0};
+    FILE* f = fopen("/proc/self/statm", "r");
+    if (f == NULL || fscanf(f, "%ld %ld", &size, &rss0) != 2) return 2;
+    for (int i = 0; i < 10000; i++) free(malloc(24));
+    for (int i = 0; i < 100000; i++) {
+      free(big[i % 64]);
+      big[i % 64] = malloc(4096);
+      memset(big[i % 64], 1, 4096);
+      free(small[i % 64]);
+      small[i % 64] = malloc(24);
+    }
+    rewind(f);
+    if (fscanf(f, "%ld %ld", &size, &rss1) != 2) return 2;
+    printf("rss grew by %ld KiB\n", (rss1 - rss0) * page / 1024);
+    return (rss1 - rss0) * page > (8L << 20);
   } else {
-    fprintf(stderr, "usage: secure overflow_1|overflow_32|write_after_free|write_after_free_at SIZE OFFSET|link_overwrite|large_overflow|double_free|control\n");
+    fprintf(stderr, "usage: secure overflow_1|overflow_32|write_after_free|write_after_free_at SIZE OFFSET|link_overwrite|large_overflow|double_free|quarantine_budget|control\n");
     return 2;
   }
   puts("done");
