@@ -103,7 +103,7 @@ hak_inline uintptr_t hak_cookie(void) { return _hak_cookie_key; }
 #ifndef HAK_SECURE
 #define HAK_SECURE 0
 #endif
-#define HAK_TRAILER (HAK_SECURE ? 16 : 0)  /* secure: canary + trailer word after each small block */
+#define HAK_TRAILER (HAK_SECURE ? 8 : 0)   /* secure: the trailer word at the end of each small block */
 
 /* Free-list links: plain, or (secure) encoded with a per-process secret and
  * the block's own address, so a forged or overwritten link decodes to
@@ -536,9 +536,11 @@ hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v
  * A small block of the secure build (the smallest class is 32 bytes there):
  *   free:  [0,8) encoded link, [8,24) zero, last 8 bytes (the trailer) zero
  *          (1 while on a remote-free list, not yet collected);
- *   live:  [0,req) the caller's, [req,req+8) the canary, and
- *          trailer = cookie + req + 16 (cookie: hak_sec_cookie, address ^ secret; req <=
- *          bsize - 16 = bsize - HAK_TRAILER).
+ *   live:  [0,req) the caller's, then the canary: up to 8 bytes, as many as
+ *          fit before the trailer (none when the request ends at it: then an
+ *          overflow of one byte changes the trailer), and
+ *          trailer = cookie + req + 8 (cookie: hak_sec_cookie, address ^ secret; req <=
+ *          bsize - 8 = bsize - HAK_TRAILER).
  * The trailer is the block's state: only the allocator writes it (it lies
  * beyond the request), so a free whose trailer does not decode to a request
  * size is a double free (trailer 0) or an overflow, exactly, on every free;
@@ -548,13 +550,16 @@ hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v
  * (secure.c), which classifies and reports.  Zero is the free state and the
  * fill (zero-on-free, as hardened allocators do): a stale pointer read from
  * a freed block is NULL, and the malloc check is three ORed loads. */
-#define HAK_SEC_LIVE_BIAS 16
+#define HAK_SEC_LIVE_BIAS 8
 /* the trailer's key mixes in the block's address (unlike the default
  * build's cookie), so a live trailer copied to another block does not pass */
 hak_inline uintptr_t hak_sec_cookie(const void* b) { return (uintptr_t)b ^ _hak_cookie_key; }
 /* the canary: a sign-extended 32-bit immediate (no 64-bit constant to load);
  * a linear overflow meets its 0xCA bytes first */
 #define HAK_SEC_CANARY64 0xFFFFFFFFCACACACAull
+/* the canary's bytes between a request and the trailer, `room` of them (at
+ * most 8 count), as a mask of the 8 bytes loaded at the request's end */
+hak_inline uint64_t hak_sec_canary_mask(size_t room) { return room >= 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * room)) - 1; }
 hak_inline uint64_t hak_load64(const void* p) { uint64_t v; memcpy(&v, p, 8); return v; }
 hak_inline void hak_store64(void* p, uint64_t v) { memcpy(p, &v, 8); }
 
@@ -638,10 +643,12 @@ hak_inline size_t hak_secure_enter(hak_slab_t* s, void* b, size_t off, const cha
   uint32_t bsize = s->bsize;
   uint64_t t = __atomic_exchange_n((uint64_t*)(p + bsize - 8), (uint64_t)HAK_SEC_T_QUAR, __ATOMIC_RELAXED);
   uint64_t req = t - hak_sec_cookie(p) - HAK_SEC_LIVE_BIAS;   /* (wraps when not live) */
-  if (hak_unlikely(req > bsize - HAK_SEC_LIVE_BIAS || hak_load64(p + req) != HAK_SEC_CANARY64 ||
+  if (hak_unlikely(req > bsize - HAK_SEC_LIVE_BIAS ||
+                   ((hak_load64(p + req) ^ HAK_SEC_CANARY64) & hak_sec_canary_mask(bsize - 8 - req)) != 0 ||
                    off < bsize || !hak_sec_trailer_valid(p - bsize, bsize, hak_load64(p - 8))))
     _hak_secure_free_failed(s, b, t, op);
-  size_t len = (req + 8 + 7) & ~(size_t)7;   /* request and canary; <= bsize - 8 */
+  size_t len = (req + 8 + 7) & ~(size_t)7;   /* request and canary ... */
+  if (len > bsize - 8) len = bsize - 8;      /* ... up to the trailer */
   hak_sec_fill(p, len, _hak_secure_fill64);
   return len;
 }

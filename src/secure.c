@@ -2,10 +2,12 @@
  * detection at a measured cost, without touching the default build.
  * - every small block ends with a trailer word that is its state: 0 while
  *   free (1 on a remote list, 2 in a quarantine), cookie (address ^ secret) +
- *   request + 16 while live.  Only the allocator writes it, so every free
+ *   request + 8 while live.  Only the allocator writes it, so every free
  *   knows exactly whether the block is live (a double free, on any thread,
- *   always) and where the request ends; the 8 bytes right after the request
- *   are a canary, checked on free (an overflow of even one byte is found);
+ *   always) and where the request ends; the bytes right after the request,
+ *   up to 8 and up to the trailer, are a canary, checked on free (an
+ *   overflow of even one byte is found, in the trailer when there is no
+ *   room for a canary);
  *   the trailer of the block below is checked too (an underflow);
  * - freed blocks are filled (HAKMEM_SECURE_FILL) and held in a quarantine
  *   (quarantine.c); the fill is checked when they leave it, and again in
@@ -22,7 +24,7 @@
 #if HAK_SECURE
 #define FILL_OFF    8      /* checked on malloc: bytes [8, 24) of a free block hold the fill */
 #define FILL_END    24
-#define CANARY      8      /* canary bytes right after the request */
+#define CANARY      8      /* canary bytes right after the request, at most (up to the trailer) */
 #define T_FREE      HAK_SEC_T_FREE
 #define T_REMOTE    HAK_SEC_T_REMOTE
 #define T_QUAR      HAK_SEC_T_QUAR
@@ -107,8 +109,9 @@ static size_t check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
     _hak_fatal("hakmem: heap overflow detected at the end of block %p (size %u): trailer overwritten, in %s()\n",
                b, s->bsize, op);
   const uint8_t* from = (uint8_t*)b + req;
-  if (hak_likely(hak_load64(from) == HAK_SEC_CANARY64)) goto below;
-  for (size_t k = 0; k < CANARY; k++)
+  size_t room = s->bsize - 8 - req;   /* canary bytes: up to CANARY, before the trailer */
+  if (hak_likely(((hak_load64(from) ^ HAK_SEC_CANARY64) & hak_sec_canary_mask(room)) == 0)) goto below;
+  for (size_t k = 0; k < CANARY && k < room; k++)
     if (from[k] != (uint8_t)(HAK_SEC_CANARY64 >> (8 * k)))
       _hak_fatal("hakmem: heap overflow detected in block %p: byte %zu past its %zu requested bytes, in %s()\n", b,
                  k, req, op);
@@ -123,6 +126,8 @@ below:;
 /* A block that leaves the quarantine must still say so: anything else is
  * a broken heap (the quarantine checked the block when it came in). */
 static void check_released(hak_slab_t* s, void* b, uint64_t t, const char* op) {
+  if (t != T_QUAR && t != T_FREE && t != T_REMOTE)   /* its state word written over while it was held */
+    _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %u)\n", b, s->bsize, s->bsize - 8);
   if (t != T_QUAR)
     _hak_fatal("hakmem: heap corruption: block %p (size %u) left the quarantine in state %#llx, in %s()\n", b,
                s->bsize, (unsigned long long)t, op);
