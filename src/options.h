@@ -66,6 +66,8 @@ typedef enum {
     "secure build: the byte freed memory is filled with (checked when it is reused)") \
   X(SECURE_GUARD_MEDIUM, "HAKMEM_SECURE_GUARD_MEDIUM", SIZE, 0, 0, 0, 0, 128 << 10, \
     "secure build: requests of at least this size get their own mapping ending at a guard page (0 = off)") \
+  X(SECURE_GUARD_PAGES, "HAKMEM_SECURE_GUARD_PAGES", BOOL, 1, 1, 1, 0, 1, \
+    "secure build: guard pages in every SuperSlab (0 = none: faster, huge pages back the segments)") \
   X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \
     "testing: after this many mmap calls, fail the next ones with ENOMEM (0 = off)") \
   X(FAIL_MMAP_COUNT, "HAKMEM_FAIL_MMAP_COUNT", INT, 0, 0, 0, 0, LLONG_MAX, \

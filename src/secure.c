@@ -199,10 +199,12 @@ void _hak_secure_shuffle(void** v, size_t n) {
  * and mstress 11x the default's time (an mprotect per slab made and
  * released, measured 2026-11-24). */
 void _hak_secure_segment_guards(hak_segment_t* seg) {
+  if (!hak_opt(SECURE_GUARD_PAGES)) return;   /* the user's choice: huge pages over guards */
   size_t from = HAK_PAGE_SIZE - HAK_OS_PAGE;
   _hak_os_protect((uint8_t*)seg + from, HAK_SEG_SIZE - from, PROT_NONE);
 }
 bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) {
+  if (!hak_opt(SECURE_GUARD_PAGES)) return true;
   return _hak_os_protect((uint8_t*)seg + (idx << HAK_PAGE_SHIFT), npages << HAK_PAGE_SHIFT, PROT_READ | PROT_WRITE);
 }
 #endif /* HAK_SECURE */
