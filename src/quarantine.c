@@ -52,6 +52,9 @@ hak_inline quar_t* quar_get(void) {
   return hak_likely(q != NULL) ? q : quar_new();
 }
 
+/* Over its budget of bytes or blocks: a block must leave. */
+hak_inline bool quar_over(const quar_t* q) { return q->n >= QUAR_CAP || q->bytes > q->budget; }
+
 /* The oldest block (or one of the oldest few) leaves, its fill checked. */
 static void* quar_take(quar_t* q) {
   _Static_assert(QUAR_DRAW == 8 && (QUAR_CAP & (QUAR_CAP - 1)) == 0, "3 random bits a draw; a power-of-2 ring");
@@ -76,10 +79,9 @@ static void* quar_take(quar_t* q) {
 }
 
 /* free(p), p a carved block start at offset off of small slab s (alloc.c
- * found it): the
- * block is checked (live, canary, the block below), filled and held back;
- * returns the block to free now (one that leaves the quarantine, or p when
- * this thread has none), or NULL. */
+ * found it): the block is checked (live, canary, the block below), filled
+ * and held back; returns the block to free now (one that leaves the
+ * quarantine, or p when this thread has none), or NULL. */
 void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op) {
   size_t len = hak_secure_enter(s, p, off, op);
   quar_t* q = quar_get();
@@ -87,7 +89,7 @@ void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op)
   q->slot[(q->head + q->n) & (QUAR_CAP - 1)] = (quar_slot_t){ p, (uint32_t)len, s->bsize };
   q->n++;
   q->bytes += s->bsize;
-  if (hak_likely(q->n < QUAR_CAP && q->bytes <= q->budget)) return NULL;
+  if (hak_likely(!quar_over(q))) return NULL;
   return quar_take(q);
 }
 
@@ -96,7 +98,7 @@ void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op)
  * block stays: free(p); malloc(same size) never returns p. */
 void* _hak_secure_quarantine_excess(void) {
   quar_t* q = tls_quar;
-  if (q == NULL || q == QUAR_DEAD || q->n <= 1 || (q->n < QUAR_CAP && q->bytes <= q->budget)) return NULL;
+  if (q == NULL || q == QUAR_DEAD || q->n <= 1 || !quar_over(q)) return NULL;
   return quar_take(q);
 }
 

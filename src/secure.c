@@ -153,8 +153,8 @@ _Noreturn hak_cold void _hak_secure_free_failed(hak_slab_t* s, void* b, uint64_t
   _hak_fatal("hakmem: heap corruption at block %p (size %u) in %s()\n", b, s->bsize, op);
 }
 
-/* A write after free, found by hak_secure_leave (internal.h) or when a
- * large mapping is taken again. */
+/* Where a write after free that hak_sec_fill_diff (internal.h) found lies:
+ * the offset of the first word of p's len bytes that is not fill. */
 static size_t fill_broken_at(const void* p, size_t len) {
   const uint64_t* w = p;
   size_t i = 0;
@@ -255,9 +255,8 @@ void _hak_secure_large_fill(hak_segment_t* seg) {
 void _hak_secure_large_verify(hak_segment_t* seg) {
   size_t len;
   uint8_t* p = large_fill_range(seg, &len);   /* 16-byte aligned: large_off is, LARGE_CANARY is */
-  size_t k = fill_broken_at(p, len);
-  if (hak_unlikely(k != len))
-    _hak_fatal("hakmem: write after free detected in block %p (large block, near offset %zd)\n",
-               (void*)((uint8_t*)seg + seg->large_off), (ssize_t)k - LARGE_CANARY);
+  if (hak_likely(hak_sec_fill_diff(p, len, _hak_secure_fill64) == 0)) return;   /* (the vector check, internal.h) */
+  _hak_fatal("hakmem: write after free detected in block %p (large block, near offset %zd)\n",
+             (void*)((uint8_t*)seg + seg->large_off), (ssize_t)fill_broken_at(p, len) - LARGE_CANARY);
 }
 #endif
