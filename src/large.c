@@ -132,11 +132,15 @@ static hak_segment_t* large_grow_map(hak_segment_t* seg, size_t new_map) {
     if (nseg) _hak_os_unmap(nseg, new_map);
     return NULL;
   }
+  /* Out of the segment map before its range is given up: once it is, another
+   * thread may map a segment there and set the bit, which a clear after the
+   * call would then take from it (its blocks "not allocated by hakmem"). */
+  _hak_segmap_set(seg, false);
   if (_hak_os_remap(seg, seg->map_size, new_map, MREMAP_MAYMOVE | MREMAP_FIXED, nseg) != nseg) {
+    _hak_segmap_set(seg, true);
     _hak_os_unmap(nseg, new_map);
     return NULL;
   }
-  _hak_segmap_set(seg, false);
   nseg->map_size = new_map;
   _hak_segmap_set(nseg, true);
   return nseg;
@@ -370,6 +374,7 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
       size_t old_map = seg->map_size, b_map = b->map_size, b_peak = b->large_peak, b_pinned = b->pinned;
       uint8_t b_pieced = b->pieced;
       bool moved;
+      _hak_segmap_set(seg, false);   /* before its range is given up (see large_grow_map) */
       if (len - off <= LARGE_COPY_MAX || seg->pieced) {
         /* small yet (or two pieces, which mremap cannot move as one): copy
          * it, which keeps b one mapping (mremap cannot later grow a range
@@ -385,7 +390,6 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
         if (moved) b->pieced = 1;
       }
       if (moved) {
-        _hak_segmap_set(seg, false);
         atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
         _hak_bigcache_unpin(b, SIZE_MAX);   /* b's header is now the block's: its pin is the old one */
         b->pinned = b_pinned;
@@ -395,8 +399,9 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
         large_account(b_map - old_map, 0);
         return (uint8_t*)b + off;
       }
+      _hak_segmap_set(seg, true);   /* could not move: still here */
       _hak_bigcache_unpin(b, SIZE_MAX);
-      _hak_release_large(b);   /* could not move: give it back */
+      _hak_release_large(b);   /* ... and give b back */
     }
   }
   /* grow the mapping in place, or move its pages to a fresh range (no copy) */

@@ -21,6 +21,8 @@
  *        blocks: the next thread that allocates that class gets the freed
  *        blocks' memory back (its blocks lie in the exited thread's
  *        segments) and hakmem maps nothing new.
+ *   moves [THREADS]  large blocks grow by realloc (and move) in every
+ *        thread while others map segments: no block may stop being hakmem's.
  *   fork [FORKS]  fork() while other threads allocate; each child allocates,
  *        frees (also inherited blocks of other threads), starts a thread,
  *        and exits 0.  A deadlock fails through alarm().
@@ -489,6 +491,47 @@ static int run_reuse(void) {
   return 0;
 }
 
+/* ---- moves ------------------------------------------------------------ */
+/* Large blocks that grow by realloc move to other ranges (mremap, or into a
+ * cached block) and give their old range up, while other threads map
+ * segments: one may land on the range given up.  Every block must still be
+ * hakmem's afterwards (a segment-map bit cleared after the range was given
+ * up once took a new segment's bit: its frees aborted, "not allocated by
+ * hakmem", in 1 of 200 runs of churn with 8 threads and 10 of 10 of this
+ * test). */
+static void* moves_thread(void* arg) {
+  ht_rng_t r = {(uint64_t)(uintptr_t)arg};
+  long iters = (long)ht_env_u64("HT_MOVES_ITERS", 3000);
+  for (long i = 0; i < iters; i++) {
+    size_t step = (size_t)(256 + ht_below(&r, 1024)) << 10;
+    uint8_t* p = NULL;
+    size_t n = 0;
+    for (int k = 0; k < 4; k++) {   /* grow: the block moves */
+      uint8_t* q = t_realloc(p, n + step);
+      if (q == NULL) { fail("realloc(%zu) failed", n + step); abort(); }
+      p = q;
+      p[n] = (uint8_t)k;
+      n += step;
+    }
+    void* small[8];   /* new small segments too, when the cache is off */
+    for (int k = 0; k < 8; k++) small[k] = t_malloc(16 + ht_below(&r, 4000));
+    void* big = t_malloc((size_t)(64 + ht_below(&r, 3000)) << 10);   /* a new mapping, maybe on a range given up */
+    for (int k = 0; k < 8; k++) t_free(small[k]);
+    t_free(big);
+    t_free(p);
+  }
+  return NULL;
+}
+
+static int run_moves(int threads) {
+  printf("moves: %d threads growing large blocks by realloc (they move) while mapping others\n", threads);
+  pthread_t th[64];
+  if (threads > 64) threads = 64;
+  for (int t = 0; t < threads; t++) pthread_create(&th[t], NULL, moves_thread, (void*)(uintptr_t)(t + 1));
+  for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
+  return 0;
+}
+
 /* ---- fork -------------------------------------------------------------- */
 static atomic_bool fork_stop;
 static int child_threads = 1;
@@ -628,6 +671,8 @@ int main(int argc, char** argv) {
     run_handoff(a2 ? a2 : 10000);
   if (strcmp(mode, "reuse") == 0 || strcmp(mode, "all") == 0)
     run_reuse();
+  if (strcmp(mode, "moves") == 0)
+    run_moves(a2 ? (int)a2 : 4);
   if (strcmp(mode, "fork") == 0 || strcmp(mode, "all") == 0)
     run_fork(a2 ? (int)a2 : 200, a3 ? (int)a3 : 3);
   long f = atomic_load(&failures);
