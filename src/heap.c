@@ -449,14 +449,22 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
     }
     s = slab_new(h, cls, PAGES_RESIDENT);
     if (s == NULL) {
-      hak_segment_t* ab = _hak_abandoned_pop();
+      /* A heap that has segments leaves the last abandoned one to a thread
+       * that has none (the successor of the thread that left it), unless
+       * its own segments have no room at all: else the newcomer maps a
+       * segment while this heap sits on the adopted one's free pages. */
+      bool has_segs = h->segs != NULL || h->segs_full != NULL;
+      hak_segment_t* ab = _hak_abandoned_pop(has_segs ? 1 : 0);
+      if (ab == NULL) {
+        _hak_heap_release_tick(h);
+        s = slab_new(h, cls, PAGES_ANY);
+        if (s == NULL && has_segs) ab = _hak_abandoned_pop(0);
+      }
       if (ab != NULL) {
         heap_adopt(h, ab);
         s = h->cls[cls].cur;
         continue;
       }
-      _hak_heap_release_tick(h);
-      s = slab_new(h, cls, PAGES_ANY);
       if (s == NULL) s = slab_new(h, cls, PAGES_NEW);
       if (s == NULL) {
         errno = ENOMEM;
@@ -944,7 +952,7 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
 void _hak_collect_heap(hak_heap_t* h) {
   if (h == &_hak_heap_empty) return;
   hak_segment_t* ab;
-  while ((ab = _hak_abandoned_pop()) != NULL) heap_adopt(h, ab);
+  while ((ab = _hak_abandoned_pop(0)) != NULL) heap_adopt(h, ab);
   heap_collect_remote(h);
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;

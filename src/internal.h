@@ -331,7 +331,7 @@ void  _hak_segment_unmap(hak_segment_t* seg);
  * secure mode, the last (a guard). */
 #define HAK_SMALL_FREE_PAGES (~(uint64_t)1 & ~((uint64_t)HAK_SECURE << 63))
 void  _hak_segmap_set(hak_segment_t* seg, bool on);
-hak_segment_t* _hak_abandoned_pop(void);
+hak_segment_t* _hak_abandoned_pop(size_t keep);
 void  _hak_abandoned_push(hak_segment_t* seg);
 extern _Atomic(uint64_t) _hak_stat_seg_abandon_total, _hak_stat_seg_adopt_total, _hak_stat_seg_emptied_total;
 extern _Atomic(size_t) _hak_abandoned_pages;

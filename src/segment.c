@@ -177,10 +177,11 @@ void _hak_abandoned_push(hak_segment_t* seg) {
   pthread_mutex_unlock(&seg_lock);
 }
 
-hak_segment_t* _hak_abandoned_pop(void) {
-  if (hak_load_relaxed(&_hak_seg_abandoned) == 0) return NULL;
+/* Take an abandoned segment, unless no more than `keep` wait. */
+hak_segment_t* _hak_abandoned_pop(size_t keep) {
+  if (hak_load_relaxed(&_hak_seg_abandoned) <= keep) return NULL;
   pthread_mutex_lock(&seg_lock);
-  hak_segment_t* seg = seg_abandoned;
+  hak_segment_t* seg = hak_load_relaxed(&_hak_seg_abandoned) > keep ? seg_abandoned : NULL;
   if (seg) {
     abandoned_unlink(seg);
     atomic_fetch_add_explicit(&_hak_stat_seg_adopt_total, 1, memory_order_relaxed);

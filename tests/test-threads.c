@@ -21,6 +21,9 @@
  *        blocks: the next thread that allocates that class gets the freed
  *        blocks' memory back (its blocks lie in the exited thread's
  *        segments) and hakmem maps nothing new.
+ *   successor  as reuse, but main (with room of its own) needs a new slab
+ *        between the exit and the new thread: the exited thread's segment
+ *        still goes to the new thread, and hakmem maps nothing new.
  *   moves [THREADS]  large blocks grow by realloc (and move) in every
  *        thread while others map segments: no block may stop being hakmem's.
  *   fork [FORKS]  fork() while other threads allocate; each child allocates,
@@ -491,6 +494,48 @@ static int run_reuse(void) {
   return 0;
 }
 
+/* ---- successor ---------------------------------------------------------- */
+/* A worker fills slabs and exits with one block still live (its segment is
+ * abandoned, not emptied); then main, which has segments of its own with
+ * untouched room, needs a slab of a class it has none of; then a new worker
+ * allocates what the first one did.  The new worker, not main, must get the
+ * exited thread's segment: had main taken it, the newcomer would map a fresh
+ * segment while main sat on the adopted one's resident free pages. */
+static void* successor_blocks[REUSE_N];
+static int run_successor(void) {
+  printf("successor: a thread allocates %d blocks of %d B and exits, leaving one; main allocates a block of a "
+         "new class; a new thread allocates %d blocks of %d B\n", REUSE_N, REUSE_SIZE, REUSE_N, REUSE_SIZE);
+  if (!ht_has_hakmem()) {
+    printf("  (not hakmem: skipped)\n");
+    return 0;
+  }
+  void* mine = t_malloc(100);   /* main has a segment, most of it never touched */
+  pthread_t th;
+  pthread_create(&th, NULL, reuse_fill, reuse_blocks);
+  pthread_join(th, NULL);
+  for (int i = 1; i < REUSE_N; i++) t_free(reuse_blocks[i]);
+  size_t mapped_before = mapped_now();
+  void* other = t_malloc(3000);   /* a class main has no slab of */
+  pthread_create(&th, NULL, reuse_fill, successor_blocks);
+  pthread_join(th, NULL);
+  size_t mapped_after = mapped_now();
+  const uintptr_t seg = (uintptr_t)4 << 20;
+  int inside = 0;
+  for (int i = 0; i < REUSE_N; i++)
+    inside += ((uintptr_t)successor_blocks[i] & ~(seg - 1)) == ((uintptr_t)reuse_blocks[0] & ~(seg - 1));
+  bool main_there = ((uintptr_t)other & ~(seg - 1)) == ((uintptr_t)reuse_blocks[0] & ~(seg - 1));
+  printf("  %d of %d of the new thread's blocks lie in the exited thread's segment; main's new block %s; "
+         "mapped %zu -> %zu KiB\n", inside, REUSE_N, main_there ? "too" : "in its own", mapped_before >> 10,
+         mapped_after >> 10);
+  if (inside < REUSE_N * 9 / 10) fail("only %d of %d blocks went to the exited thread's segment", inside, REUSE_N);
+  if (mapped_after > mapped_before) fail("hakmem mapped a new segment for the exited thread's successor");
+  t_free(reuse_blocks[0]);
+  for (int i = 0; i < REUSE_N; i++) t_free(successor_blocks[i]);
+  t_free(other);
+  t_free(mine);
+  return 0;
+}
+
 /* ---- moves ------------------------------------------------------------ */
 /* Large blocks that grow by realloc move to other ranges (mremap, or into a
  * cached block) and give their old range up, while other threads map
@@ -671,6 +716,8 @@ int main(int argc, char** argv) {
     run_handoff(a2 ? a2 : 10000);
   if (strcmp(mode, "reuse") == 0 || strcmp(mode, "all") == 0)
     run_reuse();
+  if (strcmp(mode, "successor") == 0 || strcmp(mode, "all") == 0)
+    run_successor();
   if (strcmp(mode, "moves") == 0)
     run_moves(a2 ? (int)a2 : 4);
   if (strcmp(mode, "fork") == 0 || strcmp(mode, "all") == 0)

@@ -4,7 +4,8 @@
 # freeing the blocks the previous one left; the stress rounds with 2 and 64
 # threads (oversubscribed) with mapped bytes and RSS bounded by the peak live
 # bytes; and the memory of an exited thread's freed blocks going to the next
-# thread; large blocks moving by realloc while other threads map segments.
+# thread, also when a thread with room of its own allocates in between;
+# large blocks moving by realloc while other threads map segments.
 # Every mode asserts bounds on memory, never times.
 # With no segment cache every segment that empties is unmapped at once: a
 # collector that reads a segment after releasing its last slab then faults
@@ -23,5 +24,7 @@ for i in 1 2 3; do
 done
 run "reuse of an exited thread's freed blocks" $T/test-threads-release reuse
 run "reuse, debug library" $T/test-threads-debug reuse
+run "the exited thread's segment goes to its successor, not to a heap with room of its own" $T/test-threads-release successor
+run "successor, debug library" $T/test-threads-debug successor
 run "moves: large blocks growing by realloc while others map, 4 threads" $T/test-threads-release moves 4
 run "moves, no segment cache" env HAKMEM_SEG_CACHE=0 $T/test-threads-release moves 4

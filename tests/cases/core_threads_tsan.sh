@@ -9,3 +9,4 @@ run "churn under TSan, 2000 threads" $T/test-threads-tsan churn 2000 4
 run "handoff under TSan, 500 threads" $T/test-threads-tsan handoff 500
 run "bounded under TSan, 8 threads x 3 rounds" $T/test-threads-tsan bounded 8 3 100
 run "fork under TSan, 30 forks" $T/test-threads-tsan fork 30 2
+run "successor under TSan" $T/test-threads-tsan successor
