@@ -24,8 +24,9 @@
  *   successor  as reuse, but main (with room of its own) needs a new slab
  *        between the exit and the new thread: the exited thread's segment
  *        still goes to the new thread, and hakmem maps nothing new.
- *   moves [THREADS]  large blocks grow by realloc (and move) in every
- *        thread while others map segments: no block may stop being hakmem's.
+ *   moves [THREADS]  large blocks grow by realloc (and move), shrink, are
+ *        aligned or zeroed, in every thread while others map segments: no
+ *        block may stop being hakmem's ($HT_MOVES_ITERS rounds a thread).
  *   fork [FORKS]  fork() while other threads allocate; each child allocates,
  *        frees (also inherited blocks of other threads), starts a thread,
  *        and exits 0.  A deadlock fails through alarm().
@@ -546,7 +547,7 @@ static int run_successor(void) {
  * test). */
 static void* moves_thread(void* arg) {
   ht_rng_t r = {(uint64_t)(uintptr_t)arg};
-  long iters = (long)ht_env_u64("HT_MOVES_ITERS", 3000);
+  long iters = (long)ht_env_u64("HT_MOVES_ITERS", 1500);
   for (long i = 0; i < iters; i++) {
     size_t step = (size_t)(256 + ht_below(&r, 1024)) << 10;
     uint8_t* p = NULL;
@@ -561,8 +562,18 @@ static void* moves_thread(void* arg) {
     void* small[8];   /* new small segments too, when the cache is off */
     for (int k = 0; k < 8; k++) small[k] = t_malloc(16 + ht_below(&r, 4000));
     void* big = t_malloc((size_t)(64 + ht_below(&r, 3000)) << 10);   /* a new mapping, maybe on a range given up */
+    void* al = NULL;   /* aligned large blocks: up to 2 MiB in a segment, above in their own table */
+    size_t align = (size_t)1 << (16 + ht_below(&r, 7));
+    if (t_posix_memalign(&al, align, (size_t)(128 + ht_below(&r, 2048)) << 10) != 0 || ((uintptr_t)al & (align - 1)))
+      fail("posix_memalign(%zu) failed or misaligned", align);
+    uint8_t* z = t_calloc(1, (size_t)(200 + ht_below(&r, 2000)) << 10);
+    if (z == NULL || z[0] != 0) fail("calloc of a large block not zero");
+    p = t_realloc(p, n / (2 + ht_below(&r, 6)));   /* shrink: the tail is given up */
+    if (p == NULL) { fail("shrinking realloc failed"); abort(); }
     for (int k = 0; k < 8; k++) t_free(small[k]);
     t_free(big);
+    t_free(al);
+    t_free(z);
     t_free(p);
   }
   return NULL;

@@ -10,3 +10,4 @@ run "stress, release, trim/stats every ~300 steps" env HT_INTROSPECT_EVERY=300 $
 run "stress, release, HAKMEM_PROFILE=lean, 4 threads x 6 rounds" env HAKMEM_PROFILE=lean $T/test-threads-release stress 4 6 2000
 run "stress, debug library, 4 threads x 4 rounds" env HT_INTROSPECT_EVERY=1000 $T/test-threads-debug stress 4 4 300
 run "stress, asan library, 4 threads x 4 rounds" env HT_INTROSPECT_EVERY=1000 $T/test-threads-asan stress 4 4 300
+run "moves, asan library, 4 threads" env HT_MOVES_ITERS=300 $T/test-threads-asan moves 4
