@@ -48,8 +48,9 @@ ref=$(seq 1 200000 | md5sum)
 # filled again each time the secure build reuses their mapping (no earlier
 # owner's bytes), which takes it from seconds to about two minutes.
 make -s build/tests/test-api-glibc build/tests/test-model-glibc build/tests/test-threads-glibc >/dev/null
-for t in "test-api-glibc --require-hakmem" "test-model-glibc 500000" "test-threads-glibc stress"; do
-  if LD_PRELOAD=$LIB timeout 300 build/tests/$t >"$tmp/out" 2>&1; then
+for t in "test-api-glibc --require-hakmem" "test-model-glibc 500000" "test-threads-glibc stress" \
+         "test-threads-glibc moves 4" "test-threads-glibc handoff 2000"; do
+  if HT_MOVES_ITERS=300 LD_PRELOAD=$LIB timeout 300 build/tests/$t >"$tmp/out" 2>&1; then
     echo "ok   $t under secure mode"
   else
     echo "FAIL $t under secure mode:"; grep -m5 FAILED "$tmp/out"; fails=$((fails + 1))
