@@ -357,6 +357,9 @@ static bool slab_pages_free(hak_slab_t* s) {
  * the OS when it empties).  The slab is on no list. */
 static void slab_release(hak_heap_t* h, hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
+  for (size_t c = 0; c < s->cls; c++)   /* no loan cursor may point at it: its segment may go */
+    if (h->borrow[c] == s) h->borrow[c] = NULL;
+  h->no_resident = 0;
   bool was_full = seg->free_pages == 0;
   bool empty = slab_pages_free(s);
   if (was_full) {
@@ -399,6 +402,7 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
     seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, heap_seg_bytes(h));
     if (seg == NULL) return NULL;
     seg->heap = h;
+    h->no_resident = 0;   /* a cached segment keeps its resident pages */
     seglist_push(&h->segs, seg);
     idx = find_run(seg->free_pages, npages);
   }
@@ -424,7 +428,48 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   return &seg->slabs[idx];
 }
 
-static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req) {
+/* A block of a slightly larger class (up to half again the size) from a
+ * slab of this heap with room, for a class that would otherwise take new
+ * pages: after scattered frees, memory freed in one size serves the next
+ * sizes (a cache refilled with values of other sizes, a parser's next
+ * document) instead of sitting in sparse slabs while new ones are faulted
+ * in -- the reuse across sizes that coalescing gives glibc, without moving
+ * anything.  The block stays its slab's (free, usable size and the secure
+ * trailer go by the slab's class); the class asking keeps no slab of its
+ * own, so each such malloc comes here, until the holes run out and a slab
+ * of its own is made.  Only slabs carved to the end (their free blocks are
+ * holes left by frees: a growing heap's young slabs keep their room for
+ * their own class) and at most 7/8 used (a nearly full slab has too few
+ * holes to be worth the slow path) lend, and the scan resumes where
+ * the last loan was found (h->borrow[cls], trusted only while it is still
+ * this heap's slab with room). */
+#define BORROW_SCAN 8   /* slabs looked at per larger class and malloc */
+hak_inline bool borrow_ok(const hak_heap_t* h, const hak_slab_t* t) {
+  return t->free != NULL && hak_load_relaxed(&t->xowner) == (uintptr_t)h &&
+         hak_slab_bump(t, t->carved) >= hak_slab_limit(t) &&   /* holes left by frees, not fresh room */
+         (size_t)t->used * t->bsize * 8 <= ((size_t)t->npages << HAK_PAGE_SHIFT) * 7;
+}
+static void* heap_borrow(hak_heap_t* h, size_t cls, size_t req) {
+  uint32_t want = _hak_class_size[cls];
+  hak_slab_t* t = h->borrow[cls];
+  if (t != NULL && t->cls > cls && _hak_class_size[t->cls] <= want + want / 2 && borrow_ok(h, t))
+    goto lend;
+  for (size_t c2 = cls + 1; c2 < HAK_NCLASSES && _hak_class_size[c2] <= want + want / 2; c2++) {
+    /* from the last loan's slab on when it is of this class, else from the head */
+    t = h->borrow[cls] != NULL && h->borrow[cls]->cls == c2 && hak_load_relaxed(&h->borrow[cls]->xowner) == (uintptr_t)h
+            ? h->borrow[cls]->next : h->cls[c2].cur;
+    for (int k = 0; k < BORROW_SCAN && t != NULL && t != &_hak_slab_empty; k++, t = t->next)
+      if (borrow_ok(h, t)) goto lend;
+  }
+  h->borrow[cls] = NULL;
+  return NULL;
+lend:
+  h->borrow[cls] = t;
+  atomic_fetch_add_explicit(&_hak_stat_borrowed, 1, memory_order_relaxed);
+  return hak_slab_pop(h, t, t->free, t->cls, req);
+}
+
+static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req, bool any_class) {
   hak_slab_t* s = h->cls[cls].cur;
   if (s->free == NULL) {
     hak_counter_inc(&h->refills);
@@ -447,8 +492,11 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
       s = h->cls[cls].cur;
       if (s != &_hak_slab_empty) continue;
     }
-    s = slab_new(h, cls, PAGES_RESIDENT);
+    /* (a heap that found no resident free page skips the walk of its
+     * segments until it frees pages: a run of loans comes here per malloc) */
+    s = h->no_resident ? NULL : slab_new(h, cls, PAGES_RESIDENT);
     if (s == NULL) {
+      if (_hak_class_pages[cls] == 1) h->no_resident = 1;   /* (a longer run may just not fit) */
       /* A heap that has segments leaves the last abandoned one to a thread
        * that has none (the successor of the thread that left it), unless
        * its own segments have no room at all: else the newcomer maps a
@@ -456,6 +504,10 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
       bool has_segs = h->segs != NULL || h->segs_full != NULL;
       hak_segment_t* ab = _hak_abandoned_pop(has_segs ? 1 : 0);
       if (ab == NULL) {
+        if (any_class) {   /* before new pages: a sparse slab of a larger class */
+          void* b = heap_borrow(h, cls, req);
+          if (b != NULL) return b;
+        }
         _hak_heap_release_tick(h);
         s = slab_new(h, cls, PAGES_ANY);
         if (s == NULL && has_segs) ab = _hak_abandoned_pop(0);
@@ -506,7 +558,7 @@ void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uintptr_t si
     cls = aligned_class(need, align);
     if (cls == HAK_NCLASSES) return _hak_large_alloc(size, align, false, site);
   }
-  return heap_alloc_class(h, cls, size);
+  return heap_alloc_class(h, cls, size, align <= 16);
 }
 
 /* ---------------------------------------------------------------- free */
@@ -818,11 +870,13 @@ static size_t heap_chunk_left;
 static void heap_reset(hak_heap_t* h) {
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     avail_clear(h, c);
+    h->borrow[c] = NULL;
     hak_counter_set(&h->cls[c].nmalloc, 0);
   }
   h->full = NULL;
   h->segs = h->segs_full = NULL;
   h->next_release_ms = 0;
+  h->no_resident = 0;
   hak_store_relaxed(&h->xremote_hint, 0);
 }
 
@@ -920,6 +974,7 @@ void _hak_heap_abandon(hak_heap_t* h) {
 
 static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
   seg->heap = h;
+  h->no_resident = 0;
   atomic_store_explicit(&seg->xremote, 0, memory_order_relaxed);   /* every slab is collected below */
   seglist_push(seg->free_pages ? &h->segs : &h->segs_full, seg);
   seg->used_pages++;   /* hold the segment while its slabs are released */

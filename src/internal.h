@@ -250,6 +250,8 @@ typedef struct hak_heap_s {
     uint64_t nmalloc;                /* statistics: blocks handed out (same line) */
   } cls[HAK_NCLASSES];
   hak_slab_t* tail[HAK_NCLASSES];    /* last slab of each class's list (NULL when cur is empty) */
+  hak_slab_t* borrow[HAK_NCLASSES];  /* per class: the larger class's slab it last borrowed a block
+                                      * from (heap.c, heap_borrow; checked before each use) */
   hak_slab_t* full;                  /* slabs without room */
   hak_segment_t* segs;               /* owned segments with free pages */
   hak_segment_t* segs_full;          /* owned segments without free pages */
@@ -258,6 +260,7 @@ typedef struct hak_heap_s {
   struct hak_heap_s* next_free;      /* heap pool */
   uint64_t next_release_ms;          /* release policy: next periodic check */
   uint32_t in_use;
+  uint32_t no_resident;              /* no segment of this heap has a resident free page (heap.c, slab_new) */
   uint64_t refills;                  /* mallocs that found the current slab without a free block
                                       * (statistics; every 64th runs the periodic work) */
 } hak_heap_t;
@@ -500,6 +503,7 @@ void _hak_stats_init(void);      /* after the options: keeps the report's descri
 void _hak_stats_at_exit(void);
 extern _Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES], _hak_stat_refills_dead;
 extern _Atomic(size_t) _hak_stat_slab_pages;
+extern _Atomic(uint64_t) _hak_stat_borrowed;   /* mallocs served by a larger class's sparse slab (heap.c) */
 extern _Atomic(uint64_t) _hak_stat_large_allocs, _hak_stat_large_frees;
 extern _Atomic(uint64_t) _hak_stat_large_bytes, _hak_stat_large_peak_bytes;
 

@@ -12,6 +12,7 @@
 
 _Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES], _hak_stat_refills_dead;
 _Atomic(size_t) _hak_stat_slab_pages;
+_Atomic(uint64_t) _hak_stat_borrowed;
 
 typedef struct { uint64_t nmalloc[HAK_NCLASSES], refills; } heap_sums_t;
 static void sum_heap(hak_heap_t* h, void* arg) {
@@ -47,9 +48,10 @@ static size_t stats_format(char* buf, size_t cap) {
     total += n;
     if (n) sb_add(&sb, "  class %2zu %7u B %14llu\n", c, _hak_class_size[c], (unsigned long long)n);
   }
-  sb_add(&sb, "small: mallocs=%llu refills=%llu slab_pages=%zu (%zu KiB)\n", (unsigned long long)total,
+  sb_add(&sb, "small: mallocs=%llu refills=%llu slab_pages=%zu (%zu KiB) borrowed=%llu\n", (unsigned long long)total,
          (unsigned long long)(sums.refills + hak_load_relaxed(&_hak_stat_refills_dead)),
-         hak_load_relaxed(&_hak_stat_slab_pages), hak_load_relaxed(&_hak_stat_slab_pages) * (HAK_PAGE_SIZE / 1024));
+         hak_load_relaxed(&_hak_stat_slab_pages), hak_load_relaxed(&_hak_stat_slab_pages) * (HAK_PAGE_SIZE / 1024),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_borrowed));
   sb_add(&sb, "large: allocs=%llu frees=%llu live_bytes=%llu peak_bytes=%llu\n",
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_allocs),
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_frees),

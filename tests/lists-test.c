@@ -14,6 +14,7 @@
  * usage: lists-test [slots [ops]]   (default 200000 blocks, 4000000 ops) */
 #include "hak_test.h"
 #include "hakmem.h"
+#include "stats_report.h"
 
 /* measured: 22 % with the slab at the end of its list, 73 % with it right
  * behind the current slab (200,000 blocks, 4 M ops) */
@@ -24,15 +25,10 @@ static size_t rand_size(void) { return (size_t)ht_range(&rng, 8, 1024); }
 
 /* mallocs and refills so far, from the stats report */
 static void counts(unsigned long long* mallocs, unsigned long long* refills) {
-  char* buf = NULL;
-  size_t len = 0;
-  FILE* f = open_memstream(&buf, &len);
-  if (f == NULL) { fprintf(stderr, "lists-test: open_memstream failed\n"); exit(2); }
-  hakmem_stats_print(f);
-  fclose(f);
-  const char* line = buf ? strstr(buf, "\nsmall: mallocs=") : NULL;
+  char* buf = ht_stats_report();
+  const char* line = strstr(buf, "\nsmall: mallocs=");
   if (line == NULL || sscanf(line, "\nsmall: mallocs=%llu refills=%llu", mallocs, refills) != 2) {
-    fprintf(stderr, "lists-test: no 'small: mallocs= refills=' line in the stats report:\n%s\n", buf ? buf : "");
+    fprintf(stderr, "lists-test: no 'small: mallocs= refills=' line in the stats report:\n%s\n", buf);
     exit(2);
   }
   free(buf);

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Reuse across sizes after scattered frees (src/heap.c, heap_borrow): a fill
+# of 40-byte blocks, 70 % freed at random, then as many 28-byte blocks; the
+# new blocks go into the holes (a quarter of the new slab pages at most, at
+# least half of them lent), survivors and new blocks keep their bytes,
+# aligned requests stay aligned, and a young heap keeps its slabs' fresh room
+# for their own class.  Asserted on the stats report's counts and on the
+# blocks, never on time (deterministic: fixed seed, one allocating thread).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+make -s all >/dev/null
+mkdir -p build/tests
+cc -O2 -fno-builtin -std=gnu11 -Iinclude -Itests tests/borrow-test.c build/libhakmem.a -pthread -o build/tests/borrow-test
+env -u HAKMEM_PROFILE build/tests/borrow-test
