@@ -111,35 +111,47 @@ static void t_bounded(void) {
 }
 
 __attribute__((noinline)) static void* hot_site(size_t n) { return MALLOC(n); }
+/* The learner explores: now and then (1 % of its decisions once settled,
+ * each kept until the site's next measured episode, 16 frees later) it plays
+ * another admissible strategy.  So a site's convergence is judged on what it
+ * plays over the last `window` rounds, by majority, not on the strategy of
+ * the last round alone (that failed 3 runs in 100 when an exploration fell
+ * on the last decision). */
 static void t_converge_cache(void) {
   void* site = NULL;
+  int good = 0, window = 1000, st = -1;
   for (int i = 0; i < 3000; i++) {
     unsigned char* p = hot_site(512u << 10);
     for (size_t k = 0; k < (512u << 10); k += 4096) p[k] = 1;
     site = hak_block_site(p);
     FREE(p);
+    st = hak_site_strategy(site);
+    /* cache and prefault both keep the block (prefault differs only for a
+     * fresh mapping, which a hot site never gets): either is right */
+    if (i >= 3000 - window) good += st == 0 || st == 3;
   }
-  int st = hak_site_strategy(site);
-  printf("converge_cache: strategy %d\n", st);
-  /* cache and prefault both keep the block (prefault differs only for a
-   * fresh mapping, which a hot site never gets): either is right */
-  CHECKF(st == 0 || st == 3, "hot reuse site plays %d, want 0 (cache) or 3 (prefault)", st);
+  printf("converge_cache: strategy %d; cache or prefault in %d of the last %d rounds\n", st, good, window);
+  CHECKF(good * 2 > window, "hot reuse site played cache or prefault in only %d of %d rounds", good, window);
 }
 
 __attribute__((noinline)) static void* huge_site(size_t n) { return MALLOC(n); }
 static void t_converge_release(void) {
   void* site = NULL;
+  int good = 0, window = 100, st = -1;
   for (int i = 0; i < 400; i++) {
     size_t n = (size_t)(16 + i % 16) << 20;
     unsigned char* p = huge_site(n);
     for (size_t k = 0; k < n; k += 4096) p[k] = 1;
     site = hak_block_site(p);
     FREE(p);
+    st = hak_site_strategy(site);
+    if (i >= 400 - window) good += st == 1 || st == 2 || st == 4;
     usleep(2000);   /* the block would be kept ~2 ms between uses */
   }
-  int st = hak_site_strategy(site);
-  printf("converge_release: strategy %d\n", st);
-  CHECKF(st == 1 || st == 2 || st == 4, "huge long-kept site plays %d, want 1 (release), 2 (decommit) or 4 (populate)", st);
+  printf("converge_release: strategy %d; release, decommit or populate in %d of the last %d rounds\n", st, good,
+         window);
+  CHECKF(good * 2 > window, "huge long-kept site played release, decommit or populate in only %d of %d rounds", good,
+         window);
 }
 
 __attribute__((noinline)) static void* long_site(size_t n) { return MALLOC(n); }
