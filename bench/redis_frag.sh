@@ -5,12 +5,15 @@
 #   fill:    KEYS keys (default 1 M) with values of nine sizes 16 B .. 1 KiB
 #   delete:  70 % of them, at random
 #   refill:  new keys with values of nine other sizes until used_memory (the
-#            live bytes by redis's own count) is back at the fill's
+#            live bytes by redis's own count) is back at the fill's, or, with
+#            REFILL_KEYS=N, exactly N new keys (used_memory counts usable
+#            sizes: an allocator that hands out larger blocks reaches the
+#            fill's used_memory with fewer keys, so compare at equal keys too)
 # After each phase: used_memory, the server's RSS (VmRSS) and PSS (a page
 # mapped twice counts once: meshed pages, HAKMEM_MESH=1).
 #   bench/redis_frag.sh [ALLOC ...]   ALLOC: glibc hakmem hakmem-mesh jemalloc mimalloc tcmalloc
-# Environment: KEYS, ROUNDS (interleaved repeats, default 1), SO (libhakmem.so)
-# Output: one line per phase: "alloc round phase used_kb rss_kb pss_kb"
+# Environment: KEYS, ROUNDS (interleaved repeats, default 1), SO (libhakmem.so), REFILL_KEYS
+# Output: one line per phase: "alloc round phase used_kb rss_kb pss_kb keys"
 # (and hakmem-mesh's "mesh:" statistics line).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,7 +59,7 @@ measure() {   # phase
   local rss pss
   rss=$(awk '/^VmRSS:/ { print $2 }' /proc/$pid/status)
   pss=$(awk '/^Pss:/ { print $2 }' /proc/$pid/smaps_rollup)
-  echo "$a $r $1 $(used_kb) $rss $pss"
+  echo "$a $r $1 $(used_kb) $rss $pss $(redis-cli -p "$port" dbsize)"
 }
 
 for r in $(seq "$ROUNDS"); do
@@ -83,9 +86,11 @@ for r in $(seq "$ROUNDS"); do
     python3 "$tmp/gen.py" del 0 "$KEYS" 2 | redis-cli -p "$port" --pipe >/dev/null
     measure delete
     next=$KEYS batch=$((KEYS / 20))
-    while (($(used_kb) < target)); do
-      python3 "$tmp/gen.py" set "$next" $((next + batch)) $((next + 3)) $SIZES2 | redis-cli -p "$port" --pipe >/dev/null
-      next=$((next + batch))
+    while if [[ -n ${REFILL_KEYS:-} ]]; then ((next < KEYS + REFILL_KEYS)); else (($(used_kb) < target)); fi; do
+      n=$batch
+      [[ -n ${REFILL_KEYS:-} ]] && ((next + n > KEYS + REFILL_KEYS)) && n=$((KEYS + REFILL_KEYS - next))
+      python3 "$tmp/gen.py" set "$next" $((next + n)) $((next + 3)) $SIZES2 | redis-cli -p "$port" --pipe >/dev/null
+      next=$((next + n))
     done
     measure refill
     redis-cli -p "$port" info server | grep -q "redis_version" || true
