@@ -252,6 +252,8 @@ typedef struct hak_heap_s {
   hak_slab_t* tail[HAK_NCLASSES];    /* last slab of each class's list (NULL when cur is empty) */
   hak_slab_t* borrow[HAK_NCLASSES];  /* per class: the larger class's slab it last borrowed a block
                                       * from (heap.c, heap_borrow; checked before each use) */
+  uint32_t borrow_n[HAK_NCLASSES];   /* ... loans from it since the last check, and its used count then */
+  uint32_t borrow_used[HAK_NCLASSES];
   hak_slab_t* full;                  /* slabs without room */
   hak_segment_t* segs;               /* owned segments with free pages */
   hak_segment_t* segs_full;          /* owned segments without free pages */

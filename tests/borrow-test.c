@@ -3,8 +3,10 @@
  * frees most of them at random, then allocates blocks of a somewhat smaller
  * size (a cache refilled with other value sizes): the new blocks must go
  * into the holes the frees left, not into new slab pages.  Also: aligned
- * requests never get a lent block (it is only 16-aligned), and a young heap
- * does not lend a class's fresh room to another class.
+ * requests never get a lent block (it is only 16-aligned), a young heap
+ * does not lend a class's fresh room to another class, and a steady
+ * malloc/free cycle of one size does not keep borrowing (each loan takes the
+ * refill path).
  *
  * Asserted on counts from the stats report ("slab_pages=", "borrowed=") and
  * on the blocks themselves, never on time; one thread, fixed seed.
@@ -19,13 +21,15 @@
 static ht_rng_t rng = {7};
 
 /* slab pages and borrowed blocks so far, from the stats report */
+static unsigned long long refills;   /* set by counts() too */
 static void counts(unsigned long long* pages, unsigned long long* borrowed) {
   char* buf = ht_stats_report();
   const char* line = strstr(buf, "\nsmall: ");
   const char* sp = line ? strstr(line, "slab_pages=") : NULL;
   const char* bp = line ? strstr(line, "borrowed=") : NULL;
-  if (sp == NULL || sscanf(sp, "slab_pages=%llu", pages) != 1) {
-    fprintf(stderr, "borrow-test: no 'slab_pages=' in the stats report:\n%s\n", buf);
+  const char* rp = line ? strstr(line, "refills=") : NULL;
+  if (sp == NULL || sscanf(sp, "slab_pages=%llu", pages) != 1 || rp == NULL || sscanf(rp, "refills=%llu", &refills) != 1) {
+    fprintf(stderr, "borrow-test: no 'slab_pages=' or 'refills=' in the stats report:\n%s\n", buf);
     exit(2);
   }
   if (bp == NULL || sscanf(bp, "borrowed=%llu", borrowed) != 1) *borrowed = 0;
@@ -72,6 +76,29 @@ int main(int argc, char** argv) {
       old[i] = NULL;
       freed++;
     }
+  /* first a steady cycle of one size into the holes (a ring of 64 blocks
+   * of 24 B, the 32-byte class, which has no slab yet: its blocks come back
+   * as fast as they are lent): after a few loans the class must get a slab
+   * of its own, whose fast path serves the cycle -- lending every time sent
+   * every malloc to the refill path (3.3x the time of a pair) */
+  unsigned long long r0, p2, b2, r1;
+  counts(&p2, &b2);
+  r0 = refills;
+  void* ring[64] = {0};
+  const long cycle = 1000000;
+  for (long c = 0; c < cycle; c++) {
+    free(ring[c & 63]);
+    ring[c & 63] = malloc(24);
+    if (ring[c & 63] == NULL) return 2;
+    memset(ring[c & 63], 0x5A, 24);
+  }
+  unsigned long long b3;
+  counts(&p2, &b3);
+  r1 = refills;
+  printf("borrow-test: a steady cycle of %ld malloc/free pairs: %llu refills, %llu loans\n", cycle, r1 - r0, b3 - b2);
+  EXPECT(r1 - r0 < (unsigned long long)cycle / 100, "a steady cycle took the refill path %llu times in %ld mallocs",
+         r1 - r0, cycle);
+  for (int i = 0; i < 64; i++) free(ring[i]);
   unsigned long long p0, b0, p1, b1;
   counts(&p0, &b0);
   /* refill with 28 B blocks (the 32-byte class): as many as were freed */
@@ -107,6 +134,7 @@ int main(int argc, char** argv) {
           i = n;
         }
   for (size_t i = 0; i < k; i++) {
+    if (nu[i] == NULL) continue;
     EXPECT(malloc_usable_size(nu[i]) >= 28, "a lent block has %zu usable bytes", malloc_usable_size(nu[i]));
     if (nu[i][0] != 0xA5 || nu[i][27] != 0xA5) {
       EXPECT(0, "new block %zu changed", i);

@@ -3,8 +3,9 @@
 # of 40-byte blocks, 70 % freed at random, then as many 28-byte blocks; the
 # new blocks go into the holes (a quarter of the new slab pages at most, at
 # least half of them lent), survivors and new blocks keep their bytes,
-# aligned requests stay aligned, and a young heap keeps its slabs' fresh room
-# for their own class.  Asserted on the stats report's counts and on the
+# aligned requests stay aligned, a young heap keeps its slabs' fresh room
+# for their own class, and a steady malloc/free cycle into the holes soon
+# gets a slab of its own (under 1 % of its mallocs on the refill path).  Asserted on the stats report's counts and on the
 # blocks, never on time (deterministic: fixed seed, one allocating thread).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
