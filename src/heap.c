@@ -526,7 +526,7 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
       bool has_segs = h->segs != NULL || h->segs_full != NULL;
       hak_segment_t* ab = _hak_abandoned_pop(has_segs ? 1 : 0);
       if (ab == NULL) {
-        if (any_class) {   /* before new pages: a sparse slab of a larger class */
+        if (any_class && hak_opt(LEND)) {   /* before new pages: a sparse slab of a larger class */
           void* b = heap_borrow(h, cls, req);
           if (b != NULL) return b;
         }

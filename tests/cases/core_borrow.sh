@@ -5,7 +5,8 @@
 # least half of them lent), survivors and new blocks keep their bytes,
 # aligned requests stay aligned, a young heap keeps its slabs' fresh room
 # for their own class, and a steady malloc/free cycle into the holes soon
-# gets a slab of its own (under 1 % of its mallocs on the refill path).  Asserted on the stats report's counts and on the
+# gets a slab of its own (under 1 % of its mallocs on the refill path).
+# HAKMEM_LEND=0 and the speed profile lend nothing.  Asserted on the stats report's counts and on the
 # blocks, never on time (deterministic: fixed seed, one allocating thread).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,3 +14,5 @@ make -s all >/dev/null
 mkdir -p build/tests
 cc -O2 -fno-builtin -std=gnu11 -Iinclude -Itests tests/borrow-test.c build/libhakmem.a -pthread -o build/tests/borrow-test
 env -u HAKMEM_PROFILE build/tests/borrow-test
+env -u HAKMEM_PROFILE HAKMEM_LEND=0 build/tests/borrow-test   # off: no loan, new slabs
+env HAKMEM_PROFILE=speed build/tests/borrow-test                # off in the speed profile
