@@ -58,8 +58,8 @@ typedef enum {
     "learning: cost of keeping 1 MiB resident for 1 s, in ns of allocator time") \
   X(LEARN_FORCE,  "HAKMEM_LEARN_FORCE",  ENUM_STRATEGY, 0, 0, 0, 0, 5, \
     "one strategy for every site, no learning: none | cache | release | decommit | prefault | populate") \
-  X(LEND,         "HAKMEM_LEND",         BOOL, 0, 1, 1, 0, 1, \
-    "after scattered frees, a class about to take new pages takes holes of a slightly larger class first") \
+  X(LEND,         "HAKMEM_LEND",         BOOL, 0, !HAK_SECURE, !HAK_SECURE, 0, 1, \
+    "after scattered frees, a class about to take new pages takes holes of a slightly larger class first (default build)") \
   X(MESH,         "HAKMEM_MESH",         BOOL, 0, 0, 0, 0, 1, \
     "compact sparse small-block slabs by meshing them onto shared pages (memfd; see docs/DESIGN.md)") \
   X(SECURE_QUARANTINE, "HAKMEM_SECURE_QUARANTINE", SIZE, 256 << 10, 256 << 10, 256 << 10, 0, (long long)1 << 30, \
