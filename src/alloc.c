@@ -8,17 +8,18 @@
 /* ---------------------------------------------------------------- fast paths */
 hak_inline void* hak_malloc_inline(size_t n) {
   hak_heap_t* h = hak_heap_get();
-  size_t cls, need = n + HAK_TRAILER;
+  size_t need = n + HAK_TRAILER;
+  hak_heap_cls_t* e;
   /* secure: malloc(0) gets an inaccessible block (zeroblock.c) */
   if (HAK_SECURE && hak_unlikely(n == 0)) return _hak_zero_alloc();
-  if (hak_likely(n <= HAK_SMALL_FAST_MAX - HAK_TRAILER)) cls = hak_class_of_small(need);
+  if (hak_likely(n <= HAK_SMALL_FAST_MAX - HAK_TRAILER)) e = h->direct[(need + 15) >> 4];
   /* secure, HAKMEM_SECURE_GUARD_MEDIUM: blocks from that size up take the
    * generic path, which maps them like large blocks (ending at a guard page) */
-  else if (need <= HAK_MEDIUM_MAX && need > n && (!HAK_SECURE || n < _hak_secure_guard_min)) cls = hak_class_of(need);
+  else if (need <= HAK_MEDIUM_MAX && need > n && (!HAK_SECURE || n < _hak_secure_guard_min)) e = &h->cls[hak_class_of(need)];
   else return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
-  hak_slab_t* s = h->cls[cls].cur;
+  hak_slab_t* s = e->cur;
   hak_block_t* b = s->free;
-  if (hak_likely(b != NULL)) return hak_slab_pop(h, s, b, cls, n);
+  if (hak_likely(b != NULL)) return hak_slab_pop(e, s, b, n);
   return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
 }
 

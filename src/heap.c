@@ -8,7 +8,8 @@
 #include <errno.h>
 
 hak_slab_t _hak_slab_empty;
-hak_heap_t _hak_heap_empty = {.cls = {[0 ... HAK_NCLASSES - 1] = {.cur = &_hak_slab_empty}}};
+hak_heap_t _hak_heap_empty = {.direct = {[0 ... HAK_DIRECT_N - 1] = &_hak_heap_empty.cls[0]},
+                              .cls = {[0 ... HAK_NCLASSES - 1] = {.cur = &_hak_slab_empty}}};
 __thread hak_heap_t* _hak_tls_heap __attribute__((tls_model("initial-exec"))) = &_hak_heap_empty;
 
 /* ---------------------------------------------------------------- size class tables */
@@ -488,7 +489,7 @@ lend:
     h->borrow_used[cls] = t->used;
   }
   atomic_fetch_add_explicit(&_hak_stat_borrowed, 1, memory_order_relaxed);
-  return hak_slab_pop(h, t, t->free, t->cls, req);
+  return hak_slab_pop(&h->cls[t->cls], t, t->free, req);
 }
 
 static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req, bool any_class) {
@@ -547,7 +548,7 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
     }
     avail_push(h, s);
   }
-  return hak_slab_pop(h, s, s->free, cls, req);
+  return hak_slab_pop(&h->cls[cls], s, s->free, req);
 }
 
 /* Smallest class whose blocks are all `align`-aligned (slabs start on 64 KiB
@@ -917,6 +918,7 @@ hak_heap_t* _hak_heap_acquire(void) {
       h = (hak_heap_t*)heap_chunk;
       heap_chunk += HEAP_STRIDE;
       heap_chunk_left -= HEAP_STRIDE;
+      for (size_t i = 0; i < HAK_DIRECT_N; i++) h->direct[i] = &h->cls[_hak_class_small[i]];
       h->next_all = heap_all;
       heap_all = h;
     }

@@ -244,11 +244,19 @@ hak_inline bool hak_segmap_contains(const void* p) {
 }
 
 /* ---------------------------------------------------------------- heaps */
+typedef struct hak_heap_cls_s {
+  hak_slab_t* cur;                   /* first slab with room (never NULL) */
+  uint64_t nmalloc;                  /* statistics: blocks handed out (same line) */
+} hak_heap_cls_t;
+
+#define HAK_DIRECT_N (HAK_SMALL_FAST_MAX / 16 + 1)
 typedef struct hak_heap_s {
-  struct {
-    hak_slab_t* cur;                 /* first slab with room (never NULL) */
-    uint64_t nmalloc;                /* statistics: blocks handed out (same line) */
-  } cls[HAK_NCLASSES];
+  /* malloc's entry for a request of up to 1 KiB: direct[(n + 15) / 16] is
+   * &cls[class of n], set once when the heap is made (the static empty heap:
+   * all &cls[0], whose slab is empty).  One indexed load instead of the
+   * class table's load, shift and add. */
+  hak_heap_cls_t* direct[HAK_DIRECT_N];
+  hak_heap_cls_t cls[HAK_NCLASSES];
   hak_slab_t* tail[HAK_NCLASSES];    /* last slab of each class's list (NULL when cur is empty) */
   hak_slab_t* borrow[HAK_NCLASSES];  /* per class: the larger class's slab it last borrowed a block
                                       * from (heap.c, heap_borrow; checked before each use) */
@@ -275,7 +283,7 @@ hak_inline hak_heap_t* hak_heap_get(void) { return _hak_tls_heap; }
 
 /* Hand out the first free block of slab s (class cls) for a request of req
  * bytes: the one pop shared by the fast path and the refill path. */
-hak_inline hak_block_t* hak_slab_pop(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, size_t cls, size_t req);
+hak_inline hak_block_t* hak_slab_pop(hak_heap_cls_t* e, hak_slab_t* s, hak_block_t* b, size_t req);
 
 /* ---------------------------------------------------------------- cross-file */
 /* init.c */
@@ -678,7 +686,8 @@ hak_inline void hak_secure_free_fill(const hak_slab_t* s, hak_block_t* b) {
   hak_store64((uint8_t*)b + s->bsize - 8, HAK_SEC_T_FREE);
 }
 
-hak_inline hak_block_t* hak_slab_pop(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, size_t cls, size_t req) {
+/* (e: the class's entry in the heap, whose count it bumps) */
+hak_inline hak_block_t* hak_slab_pop(hak_heap_cls_t* e, hak_slab_t* s, hak_block_t* b, size_t req) {
   if (HAK_SECURE) {
     uint32_t bsize = s->bsize;
     uintptr_t n = (uintptr_t)b->next ^ _hak_list_key ^ (uintptr_t)b;
@@ -691,7 +700,7 @@ hak_inline hak_block_t* hak_slab_pop(hak_heap_t* h, hak_slab_t* s, hak_block_t* 
     s->used++;
     b->cookie = 0;
   }
-  hak_counter_inc(&h->cls[cls].nmalloc);
+  hak_counter_inc(&e->nmalloc);
   return b;
 }
 
