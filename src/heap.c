@@ -304,10 +304,14 @@ bool _hak_abandoned_collect(hak_segment_t* seg) {
   return empty;
 }
 
-static size_t find_run(uint64_t bits, unsigned n) {
+/* The first run of n set bits in bits (64: none); from the top for blocks
+ * that span pages, from the bottom for the others, so that in a segment they
+ * meet in the middle: huge pages back the dense half (thp.c, _hak_thp_slab). */
+static size_t find_run(uint64_t bits, unsigned n, bool top) {
   uint64_t x = bits;
   for (unsigned i = 1; i < n && x; i++) x &= bits >> i;
-  return x ? (size_t)__builtin_ctzll(x) : 64;
+  if (!x) return 64;
+  return top ? 63 - (size_t)__builtin_clzll(x) : (size_t)__builtin_ctzll(x);
 }
 
 static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls) {
@@ -391,10 +395,11 @@ static size_t heap_seg_bytes(const hak_heap_t* h) {
 
 static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   unsigned npages = _hak_class_pages[cls];
+  bool top = _hak_class_size[cls] > HAK_OS_PAGE;   /* blocks that span pages: from the top (find_run) */
   hak_segment_t* seg;
   size_t idx = 64;
   for (seg = from == PAGES_NEW ? NULL : h->segs; seg != NULL; seg = seg->next) {
-    idx = find_run(from == PAGES_RESIDENT ? seg->free_pages & seg->dirty_pages : seg->free_pages, npages);
+    idx = find_run(from == PAGES_RESIDENT ? seg->free_pages & seg->dirty_pages : seg->free_pages, npages, top);
     if (idx < 64) break;
   }
   if (seg == NULL) {
@@ -405,9 +410,10 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
     seg->heap = h;
     h->no_resident = 0;   /* a cached segment keeps its resident pages */
     seglist_push(&h->segs, seg);
-    idx = find_run(seg->free_pages, npages);
+    idx = find_run(seg->free_pages, npages, top);
   }
   uint64_t mask = (((uint64_t)1 << npages) - 1) << idx;
+  _hak_thp_slab(seg, idx, npages, _hak_class_size[cls]);
   /* secure: pages never used are PROT_NONE; no more mappings
    * (vm.max_map_count) is out of memory */
   bool zero = false;   /* secure: pages opened now were never written (PROT_NONE until now): zero */

@@ -494,6 +494,8 @@ bool  _hak_os_advise(void* p, size_t size, int advice);
 /* thp.c */
 void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint);
 bool _hak_thp_exact(size_t end);
+#define HAK_THP_SECOND_OPEN 4   /* seg->thp: the second half's advice waits for its first slab */
+void _hak_thp_slab(hak_segment_t* seg, size_t idx, unsigned n, uint32_t bsize);
 void _hak_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n);
 void* _hak_os_remap(void* old, size_t old_size, size_t new_size, int flags, void* new_addr);
 bool  _hak_os_protect(void* p, size_t size, int prot);

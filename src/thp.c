@@ -115,8 +115,10 @@ void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, si
       halves = 1;
     }
   } else if (thp_big(hint)) {
-    thp_advise(seg, map_size, true);
-    halves = 3;
+    /* the first half now (the header touches it); the second when its first
+     * slab comes (_hak_thp_slab): not for blocks that span pages */
+    thp_advise(seg, THP_HALF, true);
+    halves = 1 | HAK_THP_SECOND_OPEN;
   } else if (thp_system_always()) {
     thp_advise(seg, map_size, false);
   }
@@ -135,3 +137,20 @@ void _hak_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n) {
     }
   }
 }
+
+/* A slab of blocks of `bsize` bytes goes to pages [idx, idx + n) of a small
+ * segment.  The second half of an advised segment is advised only when its
+ * first slab holds blocks of at most a page: blocks that span pages (medium
+ * classes) often leave pages of their ends untouched (a 20 KiB request in a
+ * 24 KiB block), which a huge page would commit (fragment: 26 MB of 280). */
+void _hak_thp_slab(hak_segment_t* seg, size_t idx, unsigned n, uint32_t bsize) {
+  if (!(seg->thp & HAK_THP_SECOND_OPEN) || idx + n <= HAK_PAGES_PER_SEG / 2) return;
+  seg->thp &= (uint8_t)~HAK_THP_SECOND_OPEN;
+  if (bsize <= HAK_OS_PAGE) {
+    thp_advise((uint8_t*)seg + THP_HALF, THP_HALF, true);
+    seg->thp |= 2;
+  } else if (thp_system_always()) {
+    thp_advise((uint8_t*)seg + THP_HALF, THP_HALF, false);
+  }
+}
+

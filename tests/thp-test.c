@@ -12,6 +12,9 @@
  *             stays far below the 2 MiB a thread a huge page would commit
  *   demote    big, then everything freed and malloc_trim(0): no advised
  *             half is left resident, AnonHugePages 0, RSS back down
+ *   medium    big, then 16 MiB of 40,961-byte requests (48 KiB blocks, slabs
+ *             of 8 pages): most of them lie outside advised memory (auto;
+ *             never: none; always: all), and keep their bytes
  *   large     an 8 MiB block's mapping is advised, a 512 KiB block's is not;
  *             the 8 MiB block grows by realloc to 40 MiB with its contents */
 #define _GNU_SOURCE
@@ -151,6 +154,36 @@ static void t_demote(void) {
   CHECKF(end < start + sizeof blocks / 1024 + 4 * 1024, "RSS %zu kB after trim (start %zu kB)", end, start);
 }
 
+/* Blocks that span pages go to the half of a segment that is not advised
+ * (thp.c, _hak_thp_slab): their slabs' ends and their blocks' last pages
+ * often stay untouched, which a huge page would commit. */
+static void t_medium(void) {
+  enum { SZ = 40961, N = (16 << 20) / SZ };
+  static unsigned char* m[N];
+  int advised, segs;
+  big_fill(&advised, &segs);
+  int plain = 0, huge = 0;
+  for (int i = 0; i < N; i++) {
+    m[i] = malloc(SZ);
+    CHECKF(m[i] != NULL, "malloc");
+    memset(m[i], i & 255, SZ);
+  }
+  for (int i = 0; i < N; i++) {
+    if (vma_advice(m[i], NULL) == 'h') huge++;
+    else plain++;
+  }
+  size_t bad = 0;
+  for (int i = 0; i < N; i++)
+    for (size_t j = 0; j < SZ; j += 997) bad += m[i][j] != (i & 255);
+  printf("medium: %d of %d blocks of %d B in advised memory (small blocks: %d of %d segments), AnonHugePages %zu kB\n",
+         huge, N, SZ, advised, segs, ht_anon_huge_kb());
+  CHECKF(bad == 0, "%zu bytes changed", bad);
+  if (!strcmp(mode, "never")) CHECKF(huge == 0, "never: %d advised", huge);
+  else if (!strcmp(mode, "always")) CHECKF(plain == 0, "always: %d not advised", plain);
+  else CHECKF(plain >= N / 2, "auto: only %d of %d medium blocks outside advised memory", plain, N);
+  for (int i = 0; i < N; i++) free(m[i]);
+}
+
 static void t_large(void) {
   size_t n = 8u << 20;
   unsigned char* p = malloc(n);
@@ -193,8 +226,9 @@ int main(int argc, char** argv) {
   else if (!strcmp(t, "threads")) t_threads();
   else if (!strcmp(t, "demote")) t_demote();
   else if (!strcmp(t, "large")) t_large();
+  else if (!strcmp(t, "medium")) t_medium();
   else {
-    fprintf(stderr, "usage: thp-test big|threads|demote|large\n");
+    fprintf(stderr, "usage: thp-test big|threads|demote|large|medium\n");
     return 2;
   }
   printf("%s (HAKMEM_THP=%s): %s\n", t, mode, ht_failures ? "FAILED" : "ok");

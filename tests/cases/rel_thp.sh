@@ -2,7 +2,8 @@
 # Huge pages (src/thp.c): a big heap's segments are advised MADV_HUGEPAGE
 # (auto, always) or not (never); 100 small threads get none and their RSS
 # stays small; after free + malloc_trim nothing advised stays resident; a
-# large block covering 2 MiB is advised and grows by realloc.  The advice is
+# large block covering 2 MiB is advised and grows by realloc; blocks that
+# span pages mostly go to halves of segments that are not advised.  The advice is
 # read back from /proc/self/smaps (deterministic); AnonHugePages only printed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,6 +15,7 @@ run() { echo "+ $*"; env -u HAKMEM_PROFILE -u HAKMEM_THP "$@"; }
 for m in auto always never; do
   run HAKMEM_THP=$m $T big
   run HAKMEM_THP=$m $T large
+  run HAKMEM_THP=$m $T medium
 done
 run $T threads
 run HAKMEM_DECOMMIT_DELAY_MS=0 $T demote
