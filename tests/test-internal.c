@@ -3,7 +3,10 @@
  * size class and every offset of its slab:
  *   hak_is_carved_block(s, off, carved) == (off % d == 0 && off / d < n)
  * for n carved blocks, hak_is_block_start, hak_slab_bump, and the block
- * index ((off * recip) >> 64) that the secure build uses. */
+ * index ((off * recip) >> 64) that the secure build uses.  And the class
+ * tables: for every request up to 128 KiB the class lookup (the table up to
+ * 1 KiB, the clz formula above) names the smallest class that holds it, and
+ * every slab holds at least 8 blocks. */
 #include "../src/internal.h"
 #include "hak_test.h"
 
@@ -38,8 +41,25 @@ static void check_class(size_t cls) {
   }
 }
 
+static void check_lookup(void) {
+  size_t want = 0;
+  for (size_t n = 1; n <= HAK_MEDIUM_MAX; n++) {
+    while (_hak_class_size[want] < n) want++;
+    size_t w = HAK_SECURE && want == 0 ? 1 : want;   /* secure: no 16-byte class */
+    if (hak_class_of(n) != w) {
+      CHECKF(0, "class of %zu B: %zu (%u B), want %zu (%u B)", n, hak_class_of(n), _hak_class_size[hak_class_of(n)], w,
+             _hak_class_size[w]);
+      return;
+    }
+  }
+  for (size_t c = 0; c < HAK_NCLASSES; c++)
+    CHECKF((size_t)_hak_class_size[c] * 8 <= ((size_t)_hak_class_pages[c] << HAK_PAGE_SHIFT),
+           "class %zu (%u B): fewer than 8 blocks in a slab of %u pages", c, _hak_class_size[c], _hak_class_pages[c]);
+}
+
 int main(void) {
-  ht_begin("carved-block, block-start, bump and index arithmetic, every class");
+  ht_begin("carved-block, block-start, bump and index arithmetic, every class; class lookup");
+  check_lookup();
   for (size_t cls = 0; cls < HAK_NCLASSES; cls++) check_class(cls);
   printf("%ld checks, %ld failed\n", ht_checks, ht_failures);
   return ht_failures ? 1 : 0;
