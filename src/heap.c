@@ -13,7 +13,6 @@ hak_heap_t _hak_heap_empty = {.direct = {[0 ... HAK_DIRECT_N - 1] = &_hak_heap_e
 __thread hak_heap_t* _hak_tls_heap __attribute__((tls_model("initial-exec"))) = &_hak_heap_empty;
 
 /* ---------------------------------------------------------------- size class tables */
-#define C16(i) ((i) * 16)
 const uint32_t _hak_class_size[HAK_NCLASSES] = {
     16, 32, 48, 64, 80, 96, 112, 128,
     160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024,
@@ -25,13 +24,11 @@ const uint8_t _hak_class_pages[HAK_NCLASSES] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 16, 16, 16, 16};
 const uint8_t _hak_class_small[HAK_SMALL_FAST_MAX / 16 + 1] = {
-#define S1(k) (uint8_t)((k) <= 8 ? ((k) == 0 ? 0 : (k) - 1) : 0)
     HAK_SECURE, HAK_SECURE, 1, 2, 3, 4, 5, 6, 7,  /* 0..128 (secure: no 16-byte class) */
     8, 8, 9, 9, 10, 10, 11, 11,                   /* 144..256 */
     12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15,   /* ..512 */
     16, 16, 16, 16, 16, 16, 16, 16, 17, 17, 17, 17, 17, 17, 17, 17,
     18, 18, 18, 18, 18, 18, 18, 18, 19, 19, 19, 19, 19, 19, 19, 19};  /* ..1024 */
-#undef S1
 
 /* ---------------------------------------------------------------- slab helpers */
 hak_inline hak_segment_t* slab_segment(const hak_slab_t* s) { return hak_segment_of(s); }

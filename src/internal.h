@@ -72,9 +72,6 @@ extern const uint8_t _hak_class_small[HAK_SMALL_FAST_MAX / 16 + 1];
 extern const uint32_t _hak_class_size[HAK_NCLASSES];
 extern const uint8_t _hak_class_pages[HAK_NCLASSES];
 
-hak_inline size_t hak_class_of_small(size_t n) {   /* n <= 1024 */
-  return _hak_class_small[(n + 15) >> 4];
-}
 hak_inline size_t hak_class_of(size_t n) {          /* n <= HAK_MEDIUM_MAX */
   if (n <= 128) return n <= 16 ? 0 : ((n + 15) >> 4) - 1;
   size_t m = n - 1;

@@ -4,9 +4,9 @@
  *   hak_is_carved_block(s, off, carved) == (off % d == 0 && off / d < n)
  * for n carved blocks, hak_is_block_start, hak_slab_bump, and the block
  * index ((off * recip) >> 64) that the secure build uses.  And the class
- * tables: for every request up to 128 KiB the class lookup (the table up to
- * 1 KiB, the clz formula above) names the smallest class that holds it, and
- * every slab holds at least 8 blocks. */
+ * tables: for every request up to 128 KiB the class lookups (the clz
+ * formula, and up to 1 KiB the table behind malloc's direct entries) name
+ * the smallest class that holds it, and every slab holds at least 8 blocks. */
 #include "../src/internal.h"
 #include "hak_test.h"
 
@@ -45,10 +45,9 @@ static void check_lookup(void) {
   size_t want = 0;
   for (size_t n = 1; n <= HAK_MEDIUM_MAX; n++) {
     while (_hak_class_size[want] < n) want++;
-    size_t w = HAK_SECURE && want == 0 ? 1 : want;   /* secure: no 16-byte class */
-    if (hak_class_of(n) != w) {
-      CHECKF(0, "class of %zu B: %zu (%u B), want %zu (%u B)", n, hak_class_of(n), _hak_class_size[hak_class_of(n)], w,
-             _hak_class_size[w]);
+    if (hak_class_of(n) != want || (n <= HAK_SMALL_FAST_MAX && _hak_class_small[(n + 15) >> 4] != want)) {
+      CHECKF(0, "class of %zu B: %zu (%u B), want %zu (%u B)", n, hak_class_of(n), _hak_class_size[hak_class_of(n)],
+             want, _hak_class_size[want]);
       return;
     }
   }
