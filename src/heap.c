@@ -392,11 +392,14 @@ static size_t heap_seg_bytes(const hak_heap_t* h) {
 
 static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   unsigned npages = _hak_class_pages[cls];
-  bool top = _hak_class_size[cls] > HAK_OS_PAGE;   /* blocks that span pages: from the top (find_run) */
+  /* blocks that span pages go from the top of segments advised for huge
+   * pages (find_run); elsewhere the order does not matter and stays */
+  bool top = _hak_class_size[cls] > HAK_OS_PAGE;
   hak_segment_t* seg;
   size_t idx = 64;
   for (seg = from == PAGES_NEW ? NULL : h->segs; seg != NULL; seg = seg->next) {
-    idx = find_run(from == PAGES_RESIDENT ? seg->free_pages & seg->dirty_pages : seg->free_pages, npages, top);
+    idx = find_run(from == PAGES_RESIDENT ? seg->free_pages & seg->dirty_pages : seg->free_pages, npages,
+                   top && seg->thp != 0);
     if (idx < 64) break;
   }
   if (seg == NULL) {
@@ -407,7 +410,7 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
     seg->heap = h;
     h->no_resident = 0;   /* a cached segment keeps its resident pages */
     seglist_push(&h->segs, seg);
-    idx = find_run(seg->free_pages, npages, top);
+    idx = find_run(seg->free_pages, npages, top && seg->thp != 0);
   }
   uint64_t mask = (((uint64_t)1 << npages) - 1) << idx;
   _hak_thp_slab(seg, idx, npages, _hak_class_size[cls]);
