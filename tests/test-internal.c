@@ -6,7 +6,8 @@
  * index ((off * recip) >> 64) that the secure build uses.  And the class
  * tables: for every request up to 128 KiB the class lookups (the clz
  * formula, and up to 1 KiB the table behind malloc's direct entries) name
- * the smallest class that holds it, and every slab holds at least 8 blocks. */
+ * the smallest class that holds it, and every slab is the fewest pages that
+ * hold at least 4 blocks with at most 1/16 of the slab left over. */
 #include "../src/internal.h"
 #include "hak_test.h"
 
@@ -51,9 +52,14 @@ static void check_lookup(void) {
       return;
     }
   }
-  for (size_t c = 0; c < HAK_NCLASSES; c++)
-    CHECKF((size_t)_hak_class_size[c] * 8 <= ((size_t)_hak_class_pages[c] << HAK_PAGE_SHIFT),
-           "class %zu (%u B): fewer than 8 blocks in a slab of %u pages", c, _hak_class_size[c], _hak_class_pages[c]);
+  for (size_t c = 0; c < HAK_NCLASSES; c++) {
+    size_t slab = (size_t)_hak_class_pages[c] << HAK_PAGE_SHIFT, d = _hak_class_size[c], n = slab / d;
+    CHECKF(n >= 4, "class %zu (%zu B): %zu blocks in a slab of %u pages", c, d, n, _hak_class_pages[c]);
+    CHECKF((slab - n * d) * 16 <= slab, "class %zu (%zu B): %zu bytes left over in a slab of %u pages", c, d,
+           slab - n * d, _hak_class_pages[c]);
+    CHECKF(_hak_class_pages[c] == 1 || (slab - (size_t)HAK_PAGE_SIZE) / d < 4 || ((slab - HAK_PAGE_SIZE) - (slab - HAK_PAGE_SIZE) / d * d) * 16 > slab - HAK_PAGE_SIZE,
+           "class %zu (%zu B): a slab of %u pages is not the smallest that does", c, d, _hak_class_pages[c]);
+  }
 }
 
 int main(void) {
