@@ -153,4 +153,3 @@ void _hak_thp_slab(hak_segment_t* seg, size_t idx, unsigned n, uint32_t bsize) {
     thp_advise((uint8_t*)seg + THP_HALF, THP_HALF, false);
   }
 }
-

@@ -42,6 +42,13 @@ static void check_class(size_t cls) {
   }
 }
 
+/* A slab of `pages` pages holds at least 4 blocks of d bytes and leaves at
+ * most 1/16 of itself over. */
+static bool slab_fits(size_t d, size_t pages) {
+  size_t slab = pages << HAK_PAGE_SHIFT;
+  return slab / d >= 4 && (slab % d) * 16 <= slab;
+}
+
 static void check_lookup(void) {
   size_t want = 0;
   for (size_t n = 1; n <= HAK_MEDIUM_MAX; n++) {
@@ -53,12 +60,11 @@ static void check_lookup(void) {
     }
   }
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
-    size_t slab = (size_t)_hak_class_pages[c] << HAK_PAGE_SHIFT, d = _hak_class_size[c], n = slab / d;
-    CHECKF(n >= 4, "class %zu (%zu B): %zu blocks in a slab of %u pages", c, d, n, _hak_class_pages[c]);
-    CHECKF((slab - n * d) * 16 <= slab, "class %zu (%zu B): %zu bytes left over in a slab of %u pages", c, d,
-           slab - n * d, _hak_class_pages[c]);
-    CHECKF(_hak_class_pages[c] == 1 || (slab - (size_t)HAK_PAGE_SIZE) / d < 4 || ((slab - HAK_PAGE_SIZE) - (slab - HAK_PAGE_SIZE) / d * d) * 16 > slab - HAK_PAGE_SIZE,
-           "class %zu (%zu B): a slab of %u pages is not the smallest that does", c, d, _hak_class_pages[c]);
+    size_t d = _hak_class_size[c], pages = _hak_class_pages[c], slab = pages << HAK_PAGE_SHIFT;
+    CHECKF(slab_fits(d, pages), "class %zu (%zu B): %zu blocks and %zu bytes left over in a slab of %zu pages", c, d,
+           slab / d, slab % d, pages);
+    for (size_t fewer = 1; fewer < pages; fewer++)
+      CHECKF(!slab_fits(d, fewer), "class %zu (%zu B): %zu pages fit, fewer than the slab's %zu", c, d, fewer, pages);
   }
 }
 
