@@ -101,6 +101,13 @@ static void seglist_push(hak_segment_t** head, hak_segment_t* g) {
   *head = g;
 }
 
+/* A remote free list whose count and links disagree, or that holds more
+ * blocks than the slab has out: a block freed twice from other threads, or
+ * a link written over after a free. */
+static hak_noinline hak_noreturn void slab_list_broken(const hak_slab_t* s) {
+  _hak_fatal("hakmem: heap corruption: remote free list of slab %p is longer than its live blocks (double free from another thread?)\n", (const void*)s);
+}
+
 /* A slab whose remote list slab_collect left because its notifier is not
  * done (the bit it set may be taken already): set its bit again and raise
  * the hint, so that the collector looks again. */
@@ -116,20 +123,28 @@ static void slab_look_again(hak_slab_t* s, hak_heap_t* owner /* NULL: abandoned 
 /* Move the remote frees into the owner's list; false when there were none,
  * or when their first freer is still notifying (it raises the hint again).
  * A list seen non-empty and untagged stays so until taken: only the owner
- * empties it, and the tag is set only on an empty list. */
+ * empties it, and the tag is set only on an empty list.  The list's length
+ * comes with it (internal.h, HAK_XF_COUNT_SHIFT): a refill, which finds the
+ * owner's list empty, takes it whole without touching its blocks; only a
+ * slab that still has free blocks walks it, to join the two.  (Secure
+ * build: a collected block keeps its remote mark, which malloc accepts as
+ * free: hak_secure_pop_bad.) */
 static bool slab_collect(hak_slab_t* s) {
   uintptr_t v = hak_load_relaxed(&s->xthread_free);
   if (v == 0 || (v & HAK_XF_NOTIFYING)) return false;
-  hak_block_t* list = (hak_block_t*)atomic_exchange_explicit(&s->xthread_free, 0, memory_order_acquire);
-  uint32_t n = 1;
-  hak_block_t* tail = list;
-  if (HAK_SECURE) _hak_secure_collected(s, tail);
-  while (hak_block_next(tail) != NULL) {
-    tail = hak_block_next(tail);
-    if (HAK_SECURE) _hak_secure_collected(s, tail);
-    if (hak_unlikely(++n > s->used)) _hak_fatal("hakmem: heap corruption: remote free list of slab %p is longer than its live blocks (double free from another thread?)\n", (void*)s);
+  v = atomic_exchange_explicit(&s->xthread_free, 0, memory_order_acquire);
+  hak_block_t* list = hak_xf_list(v);
+  uint32_t n = hak_xf_count(v);
+  if (hak_unlikely(n == 0 || n > s->used || list == NULL)) slab_list_broken(s);
+  if (s->free != NULL) {
+    hak_block_t* tail = list;
+    for (uint32_t i = 1; i < n; i++) {
+      tail = hak_block_next(tail);
+      if (hak_unlikely(tail == NULL)) slab_list_broken(s);
+    }
+    if (hak_unlikely(hak_block_next(tail) != NULL)) slab_list_broken(s);
+    hak_block_set_next(tail, s->free);
   }
-  hak_block_set_next(tail, s->free);
   s->free = list;
   s->used -= n;
   return true;
@@ -641,7 +656,7 @@ static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
   uint32_t cap = hak_slab_limit(s) / s->bsize;
   /* never-carved blocks also carry no valid cookie; carved ones do */
   return list_contains(s->free, b, cap) ||
-         list_contains((const hak_block_t*)(hak_load_acquire(&s->xthread_free) & ~HAK_XF_NOTIFYING), b, cap);
+         list_contains(hak_xf_list(hak_load_acquire(&s->xthread_free)), b, cap);
 }
 
 /* Owner frees into its own slab on the generic path: full slab, emptied slab,
@@ -723,7 +738,7 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
   for (;;) {
     if (hak_unlikely(head == 0)) {
       hak_block_set_next(b, NULL);
-      if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, (uintptr_t)b | HAK_XF_NOTIFYING,
+      if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, (uintptr_t)b | HAK_XF_ONE | HAK_XF_NOTIFYING,
                                                 memory_order_seq_cst, memory_order_relaxed)) {
         remote_notify(s);
         atomic_fetch_and_explicit(&s->xthread_free, ~HAK_XF_NOTIFYING, memory_order_release);
@@ -731,9 +746,10 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
       }
       continue;
     }
-    hak_block_set_next(b, (hak_block_t*)(head & ~HAK_XF_NOTIFYING));
-    if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, (uintptr_t)b | (head & HAK_XF_NOTIFYING),
-                                              memory_order_seq_cst, memory_order_relaxed))
+    hak_block_set_next(b, hak_xf_list(head));
+    /* b, the count plus one, the tag as it was */
+    uintptr_t next = (uintptr_t)b + ((head & ~(HAK_XF_ONE - 1)) + HAK_XF_ONE) + (head & HAK_XF_NOTIFYING);
+    if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, next, memory_order_seq_cst, memory_order_relaxed))
       return;
   }
 }

@@ -139,13 +139,26 @@ hak_inline void hak_block_set_next(hak_block_t* b, hak_block_t* n) {
  * it is set the owner does not take the list, so the slab keeps a block out
  * and its segment stays mapped until the notifier is done with it. */
 #define HAK_XF_NOTIFYING    ((uintptr_t)1)
+/* Its bits 48..63 count the blocks on the list (a block lies below 2^47,
+ * where the segment map covers the address space): the owner takes a list
+ * with one exchange and knows its length without walking it.  The walk it
+ * replaced missed the cache on every block (another core wrote them), and
+ * the malloc that handed each block out missed again once the list was
+ * longer than the first-level cache holds (xmalloc-test: 15 % of the
+ * allocating thread's samples). */
+#define HAK_XF_COUNT_SHIFT  48
+#define HAK_XF_ONE          ((uintptr_t)1 << HAK_XF_COUNT_SHIFT)
+hak_inline struct hak_block_s* hak_xf_list(uintptr_t v) {
+  return (struct hak_block_s*)(v & (HAK_XF_ONE - 1) & ~HAK_XF_NOTIFYING);
+}
+hak_inline uint32_t hak_xf_count(uintptr_t v) { return (uint32_t)(v >> HAK_XF_COUNT_SHIFT); }
 
 struct hak_heap_s;
 typedef struct hak_slab_s {
   hak_block_t* free;                 /* owner: blocks ready to hand out */
   _Atomic(uintptr_t) xowner;         /* heap | flags, or a special value */
   uint64_t recip;                    /* floor(2^64 / bsize) + 1: see hak_is_carved_block */
-  _Atomic(uintptr_t) xthread_free;   /* remote frees, pushed lock-free; bit 0: HAK_XF_NOTIFYING */
+  _Atomic(uintptr_t) xthread_free;   /* remote frees, pushed lock-free; bit 0: HAK_XF_NOTIFYING; bits 48..: count */
   struct hak_slab_s* next;           /* heap avail/full list */
   struct hak_slab_s* prev;
   uint32_t used;                     /* blocks out (incl. pending remote frees) */
@@ -373,7 +386,6 @@ void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b, size_t req);   /* HAK_
 #if HAK_SECURE
 void _hak_secure_free(hak_slab_t* s, void* b, const char* op);
 void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op);
-void _hak_secure_collected(hak_slab_t* s, void* b);
 int  _hak_secure_state(hak_slab_t* s, const void* b, size_t* req);
 void _hak_secure_carve_fill(void* b, uint32_t bsize);
 void _hak_secure_shuffle(void** v, size_t n);
@@ -403,7 +415,6 @@ extern size_t _hak_secure_guard_min;
 #else
 hak_inline void _hak_secure_free(hak_slab_t* s, void* b, const char* op) { (void)s, (void)b, (void)op; }
 hak_inline void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) { (void)s, (void)b, (void)op; }
-hak_inline void _hak_secure_collected(hak_slab_t* s, void* b) { (void)s, (void)b; }
 hak_inline int _hak_secure_state(hak_slab_t* s, const void* b, size_t* req) { (void)b; *req = s->bsize; return 0; }
 hak_inline void _hak_secure_carve_fill(void* b, uint32_t bsize) { (void)b, (void)bsize; }
 hak_inline void _hak_secure_shuffle(void** v, size_t n) { (void)v, (void)n; }
@@ -428,11 +439,11 @@ hak_inline int _hak_zero_state(hak_segment_t* seg, const void* p) { (void)seg, (
 /* _hak_secure_state: what a small block's trailer says */
 #define HAK_SEC_LIVE    0     /* allocated; *req = the requested size */
 #define HAK_SEC_FREE    1     /* on a free list (or freshly carved) */
-#define HAK_SEC_REMOTE  2     /* freed by another thread, not yet collected */
+#define HAK_SEC_REMOTE  2     /* freed by another thread */
 #define HAK_SEC_BROKEN  3     /* overwritten */
 /* trailer values of a block that is not live */
 #define HAK_SEC_T_FREE    0   /* on a free list (or freshly carved) */
-#define HAK_SEC_T_REMOTE  1   /* freed by another thread, on a remote list, not yet collected */
+#define HAK_SEC_T_REMOTE  1   /* freed by another thread: on a remote list, or on the owner's list since it took that */
 #define HAK_SEC_T_QUAR    2   /* freed, held in a thread's quarantine (quarantine.c) */
 
 /* site.c */
@@ -577,14 +588,15 @@ hak_inline uint64_t hak_load64(const void* p) { uint64_t v; memcpy(&v, p, 8); re
 hak_inline void hak_store64(void* p, uint64_t v) { memcpy(p, &v, 8); }
 
 /* malloc: the block must still look freed: link into this SuperSlab, fill
- * and trailer zero (a write after free, a forged link, a block handed out
- * twice).  Any nonzero bit fails; so does the end of a list (a NULL link),
+ * and trailer free (0, or the remote mark of a block freed by another thread:
+ * the owner takes such blocks without touching them) (a write after free, a
+ * forged link, a block handed out twice).  Any nonzero bit fails; so does the end of a list (a NULL link),
  * which _hak_secure_pop_slow then completes (one branch on the fast path,
  * and its miss is a tail call). */
 hak_inline uint64_t hak_secure_pop_bad(const hak_block_t* b, uint32_t bsize, uintptr_t n) {
   const uint8_t* p = (const uint8_t*)b;
   uint64_t f = _hak_secure_fill64;
-  return (hak_load64(p + 8) ^ f) | (hak_load64(p + 16) ^ f) | hak_load64(p + bsize - 8) |
+  return (hak_load64(p + 8) ^ f) | (hak_load64(p + 16) ^ f) | (hak_load64(p + bsize - 8) & ~(uint64_t)HAK_SEC_T_REMOTE) |
          ((n ^ (uintptr_t)b) >> HAK_SEG_SHIFT);
 }
 /* ... then its link is overwritten with fill (the new owner sees only fill:

@@ -461,7 +461,7 @@ bool _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* b) {
   hak_slab_t* a = ea->slab;
   uint32_t n = 0;
   if (v != 0) {
-    hak_block_t* list = (hak_block_t*)atomic_exchange_explicit(&b->xthread_free, 0, memory_order_acquire);
+    hak_block_t* list = hak_xf_list(atomic_exchange_explicit(&b->xthread_free, 0, memory_order_acquire));
     uint8_t *bs = mslab_start(b), *as = mslab_start(a);
     bool was_full = (hak_load_relaxed(&a->xowner) & HAK_OWNER_FULL) != 0;
     for (hak_block_t *x = list, *next; x != NULL; x = next) {

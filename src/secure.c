@@ -71,7 +71,7 @@ __attribute__((noipa)) void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b,
   hak_block_t* n = hak_block_next(b);   /* a link that leaves the SuperSlab: "free list corrupted" */
   size_t k = FILL_OFF;
   while (k < FILL_END && ((uint8_t*)b)[k] == (uint8_t)_hak_secure_fill64) k++;
-  if (k < FILL_END || hak_load64(trailer(s, b)) != T_FREE) {
+  if (k < FILL_END || (hak_load64(trailer(s, b)) & ~(uint64_t)T_REMOTE) != 0) {
     size_t live;
     if (_hak_secure_state(s, b, &live) == HAK_SEC_LIVE)
       _hak_fatal("hakmem: heap corruption: block %p handed out twice (free list corrupted)\n", (void*)b);
@@ -140,9 +140,10 @@ void _hak_secure_free(hak_slab_t* s, void* b, const char* op) {
   hak_store64(trailer(s, b), T_FREE);
 }
 
-/* Remote free (of a block the quarantine let go): mark the trailer remote;
- * the owner turns the remote mark into the free mark when it collects (a
- * block it finds without the mark was freed twice). */
+/* Remote free (of a block the quarantine let go): mark the trailer remote.
+ * The mark stays when the owner takes the list (without walking it: heap.c,
+ * slab_collect), and malloc accepts it as free (hak_secure_pop_bad); a
+ * second free of the block finds it not live. */
 void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) {
   check_released(s, b, __atomic_exchange_n(trailer(s, b), (uint64_t)T_REMOTE, __ATOMIC_RELAXED), op);
 }
@@ -164,13 +165,6 @@ static size_t fill_broken_at(const void* p, size_t len) {
 _Noreturn hak_cold void _hak_secure_fill_failed(void* b, size_t len, uint32_t bsize) {
   _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", b, bsize,
              fill_broken_at(b, len));
-}
-
-/* Owner collects remote frees. */
-void _hak_secure_collected(hak_slab_t* s, void* b) {
-  uint64_t* t = trailer(s, b);
-  if (hak_load64(t) != T_REMOTE) _hak_fatal("hakmem: double free of %p (size %u) from another thread\n", b, s->bsize);
-  hak_store64(t, T_FREE);
 }
 
 /* Freshly carved blocks look like freed ones: all fill (a slab's pages may

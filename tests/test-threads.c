@@ -24,6 +24,8 @@
  *   successor  as reuse, but main (with room of its own) needs a new slab
  *        between the exit and the new thread: the exited thread's segment
  *        still goes to the new thread, and hakmem maps nothing new.
+ *   join  remote frees into a slab whose owner still has free blocks of it:
+ *        after a collect, every freed block comes back once, no live one.
  *   moves [THREADS]  large blocks grow by realloc (and move), shrink, are
  *        aligned or zeroed, in every thread while others map segments: no
  *        block may stop being hakmem's ($HT_MOVES_ITERS rounds a thread).
@@ -495,6 +497,68 @@ static int run_reuse(void) {
   return 0;
 }
 
+/* ---- join --------------------------------------------------------------- */
+/* Remote frees into a slab whose owner still has free blocks of it: the
+ * owner takes the remote list with its count and joins it to its own list
+ * (heap.c, slab_collect; a refill, which finds its own list empty, takes it
+ * without the walk).  Main allocates JOIN_N blocks of one size, frees every
+ * tenth itself, a second thread frees every other one, main collects
+ * (malloc_trim) and allocates again: every freed block comes back exactly
+ * once, no block still in use is handed out, and the kept blocks keep their
+ * bytes. */
+#define JOIN_N 600
+#define JOIN_SIZE 40
+static unsigned char* join_blocks[JOIN_N];
+static void* join_free_even(void* arg) {
+  (void)arg;
+  for (int i = 0; i < JOIN_N; i += 2) t_free(join_blocks[i]);
+  return NULL;
+}
+static bool join_freed(int i) { return i % 2 == 0 || i % 10 == 1; }
+static int run_join(void) {
+  printf("join: %d blocks of %d B; main frees every tenth, a thread every other one; main collects and allocates "
+         "them again\n", JOIN_N, JOIN_SIZE);
+  if (!ht_has_hakmem()) {
+    printf("  (not hakmem: skipped)\n");
+    return 0;
+  }
+  for (int i = 0; i < JOIN_N; i++) {
+    join_blocks[i] = t_malloc(JOIN_SIZE);
+    if (join_blocks[i] == NULL) { fail("malloc(%d) failed", JOIN_SIZE); return 0; }
+    memset(join_blocks[i], i & 0xFF, JOIN_SIZE);
+  }
+  int nfreed = 0;
+  for (int i = 1; i < JOIN_N; i += 10) t_free(join_blocks[i]), nfreed++;   /* the owner's own list */
+  pthread_t th;
+  pthread_create(&th, NULL, join_free_even, NULL);   /* the remote list */
+  pthread_join(th, NULL);
+  nfreed += JOIN_N / 2;
+  t_malloc_trim(0);   /* takes the remote list while the owner's is not empty */
+  static unsigned char* again[JOIN_N + 400];
+  static bool seen[JOIN_N];
+  int got = 0, n = 0;
+  while (got < nfreed && n < JOIN_N + 400) {
+    unsigned char* q = again[n++] = t_malloc(JOIN_SIZE);
+    if (q == NULL) { fail("malloc(%d) failed", JOIN_SIZE); break; }
+    for (int i = 0; i < JOIN_N; i++) {
+      if (q != join_blocks[i]) continue;
+      if (!join_freed(i)) fail("malloc returned block %d, which is still in use", i);
+      else if (seen[i]) fail("malloc returned freed block %d twice", i);
+      else seen[i] = true, got++;
+    }
+  }
+  printf("  %d of %d freed blocks back in %d mallocs\n", got, nfreed, n);
+  if (got < nfreed) fail("only %d of the %d freed blocks came back in %d mallocs", got, nfreed, n);
+  for (int i = 0; i < JOIN_N; i++) {
+    if (join_freed(i)) continue;
+    for (int k = 0; k < JOIN_SIZE; k++)
+      if (join_blocks[i][k] != (i & 0xFF)) { fail("kept block %d changed at byte %d", i, k); break; }
+    t_free(join_blocks[i]);
+  }
+  for (int i = 0; i < n; i++) t_free(again[i]);
+  return 0;
+}
+
 /* ---- successor ---------------------------------------------------------- */
 /* A worker fills slabs and exits with one block still live (its segment is
  * abandoned, not emptied); then main, which has segments of its own with
@@ -729,6 +793,8 @@ int main(int argc, char** argv) {
     run_reuse();
   if (strcmp(mode, "successor") == 0 || strcmp(mode, "all") == 0)
     run_successor();
+  if (strcmp(mode, "join") == 0 || strcmp(mode, "all") == 0)
+    run_join();
   if (strcmp(mode, "moves") == 0)
     run_moves(a2 ? (int)a2 : 4);
   if (strcmp(mode, "fork") == 0 || strcmp(mode, "all") == 0)
