@@ -80,13 +80,16 @@ static void secure_free(void* p, const char* op) {
     size_t off = (uintptr_t)p - (uintptr_t)slab_start(s);
     if (xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL &&
         hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
-      for (void* b = _hak_secure_quarantine(s, p, off, op); b != NULL; b = _hak_secure_quarantine_excess())
-        hak_free_block(b, op);
+      void* b = _hak_secure_quarantine(s, p, off, op);
+      if (b != NULL) hak_free_block(b, op);
       return;
     }
   }
   hak_free_block(p, op);   /* large and zero-size blocks; what is no block start, reported */
 }
+
+/* A block the quarantine lets go beyond the one secure_free frees. */
+void _hak_secure_release(void* b, const char* op) { hak_free_block(b, op); }
 
 /* Free every block this thread's quarantine holds (thread exit, collect). */
 void _hak_secure_flush(bool dying) {

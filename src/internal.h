@@ -394,7 +394,7 @@ bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages);
 void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op);
 _Noreturn void _hak_secure_free_failed(hak_slab_t* s, void* b, uint64_t t, const char* op);
 _Noreturn void _hak_secure_fill_failed(void* b, size_t at, uint32_t bsize);
-void* _hak_secure_quarantine_excess(void);
+void _hak_secure_release(void* b, const char* op);
 void* _hak_secure_quarantine_pop(bool dying);
 void _hak_secure_flush(bool dying);
 void _hak_secure_init(void);

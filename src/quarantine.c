@@ -58,19 +58,18 @@ hak_inline bool quar_over(const quar_t* q) { return q->n >= QUAR_CAP || q->bytes
 /* The oldest block (or one of the oldest few) leaves, its fill checked. */
 static void* quar_take(quar_t* q) {
   _Static_assert(QUAR_DRAW == 8 && (QUAR_CAP & (QUAR_CAP - 1)) == 0, "3 random bits a draw; a power-of-2 ring");
+  size_t j = q->head;
   if (q->n > QUAR_FIXED) {
     if (q->ndraws == 0) {
       q->draws = _hak_secure_rand();
       q->ndraws = 64 / 3;
     }
-    size_t j = (q->head + (q->draws & (QUAR_DRAW - 1))) & (QUAR_CAP - 1);
+    j = (q->head + (q->draws & (QUAR_DRAW - 1))) & (QUAR_CAP - 1);
     q->draws >>= 3;
     q->ndraws--;
-    quar_slot_t t = q->slot[j];
-    q->slot[j] = q->slot[q->head];
-    q->slot[q->head] = t;
   }
-  quar_slot_t e = q->slot[q->head];
+  quar_slot_t e = q->slot[j];
+  q->slot[j] = q->slot[q->head];   /* the oldest takes the leaver's place (j == head: itself) */
   q->head = (q->head + 1) & (QUAR_CAP - 1);
   q->n--;
   q->bytes -= e.bsize;
@@ -81,7 +80,11 @@ static void* quar_take(quar_t* q) {
 /* free(p), p a carved block start at offset off of small slab s (alloc.c
  * found it): the block is checked (live, canary, the block below), filled
  * and held back; returns the block to free now (one that leaves the
- * quarantine, or p when this thread has none), or NULL. */
+ * quarantine, or p when this thread has none), or NULL.  While the ring is
+ * still over its bytes after one left (a big block came in, a small one
+ * left), more leave and are freed here (_hak_secure_release): the caller
+ * frees one block and makes no second call in the common case.  The newest
+ * block stays: free(p); malloc(same size) never returns p. */
 void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op) {
   size_t len = hak_secure_enter(s, p, off, op);
   quar_t* q = quar_get();
@@ -90,16 +93,9 @@ void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op)
   q->n++;
   q->bytes += s->bsize;
   if (hak_likely(!quar_over(q))) return NULL;
-  return quar_take(q);
-}
-
-/* Another block to let go while the ring is still over its budget (a big
- * block came in, a small one left); NULL once it is within.  The newest
- * block stays: free(p); malloc(same size) never returns p. */
-void* _hak_secure_quarantine_excess(void) {
-  quar_t* q = tls_quar;
-  if (q == NULL || q == QUAR_DEAD || q->n <= 1 || !quar_over(q)) return NULL;
-  return quar_take(q);
+  void* b = quar_take(q);
+  while (hak_unlikely(q->n > 1 && quar_over(q))) _hak_secure_release(quar_take(q), op);
+  return b;
 }
 
 /* One block out of this thread's quarantine (NULL when empty); `dying`: the
