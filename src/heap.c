@@ -738,7 +738,7 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
   for (;;) {
     if (hak_unlikely(head == 0)) {
       hak_block_set_next(b, NULL);
-      if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, (uintptr_t)b | HAK_XF_ONE | HAK_XF_NOTIFYING,
+      if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, hak_xf_push(HAK_XF_NOTIFYING, b),
                                                 memory_order_seq_cst, memory_order_relaxed)) {
         remote_notify(s);
         atomic_fetch_and_explicit(&s->xthread_free, ~HAK_XF_NOTIFYING, memory_order_release);
@@ -747,9 +747,8 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
       continue;
     }
     hak_block_set_next(b, hak_xf_list(head));
-    /* b, the count plus one, the tag as it was */
-    uintptr_t next = (uintptr_t)b + ((head & ~(HAK_XF_ONE - 1)) + HAK_XF_ONE) + (head & HAK_XF_NOTIFYING);
-    if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, next, memory_order_seq_cst, memory_order_relaxed))
+    if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, hak_xf_push(head, b), memory_order_seq_cst,
+                                              memory_order_relaxed))
       return;
   }
 }

@@ -152,6 +152,11 @@ hak_inline struct hak_block_s* hak_xf_list(uintptr_t v) {
   return (struct hak_block_s*)(v & (HAK_XF_ONE - 1) & ~HAK_XF_NOTIFYING);
 }
 hak_inline uint32_t hak_xf_count(uintptr_t v) { return (uint32_t)(v >> HAK_XF_COUNT_SHIFT); }
+/* The word after pushing block b on a list whose word is head: b, the count
+ * plus one, the tag as it was. */
+hak_inline uintptr_t hak_xf_push(uintptr_t head, const struct hak_block_s* b) {
+  return (uintptr_t)b + ((head & ~(HAK_XF_ONE - 1)) + HAK_XF_ONE) + (head & HAK_XF_NOTIFYING);
+}
 
 struct hak_heap_s;
 typedef struct hak_slab_s {

@@ -7,7 +7,9 @@
  * tables: for every request up to 128 KiB the class lookups (the clz
  * formula, and up to 1 KiB the table behind malloc's direct entries) name
  * the smallest class that holds it, and every slab is the fewest pages that
- * hold at least 4 blocks with at most 1/16 of the slab left over. */
+ * hold at least 4 blocks with at most 1/16 of the slab left over.  And the
+ * remote-free list word (heap.c, remote_free): pushing keeps the tag, puts
+ * the block first and counts it, up to the most blocks a slab holds. */
 #include "../src/internal.h"
 #include "hak_test.h"
 
@@ -68,9 +70,31 @@ static void check_lookup(void) {
   }
 }
 
+/* Push blocks of a slab at the top of the address space the segment map
+ * covers, with and without the notifier's tag, as many as the densest slab
+ * holds. */
+static void check_xf_word(void) {
+  uintptr_t base = ((uintptr_t)1 << 47) - HAK_SEG_SIZE;
+  uint32_t most = (uint32_t)(HAK_PAGE_SIZE / 16);   /* blocks of the smallest class in one page */
+  for (int tag = 0; tag < 2; tag++) {
+    uintptr_t w = tag ? HAK_XF_NOTIFYING : 0;
+    for (uint32_t i = 0; i < most; i++) {
+      const hak_block_t* b = (const hak_block_t*)(base + HAK_SEG_SIZE - 16 * (i + 1));
+      w = i == 0 && !tag ? hak_xf_push(HAK_XF_NOTIFYING, b) & ~HAK_XF_NOTIFYING : hak_xf_push(w, b);
+      if (hak_xf_list(w) != b || hak_xf_count(w) != i + 1 || (w & HAK_XF_NOTIFYING) != (uintptr_t)tag) {
+        CHECKF(false, "push %u (tag %d): list %p count %u tag %d", i, tag, (void*)hak_xf_list(w), hak_xf_count(w),
+               (int)(w & HAK_XF_NOTIFYING));
+        break;
+      }
+    }
+    CHECKF(hak_xf_count(w) == most, "count after %u pushes: %u", most, hak_xf_count(w));
+  }
+}
+
 int main(void) {
-  ht_begin("carved-block, block-start, bump and index arithmetic, every class; class lookup");
+  ht_begin("carved-block, block-start, bump and index arithmetic, every class; class lookup; remote-list word");
   check_lookup();
+  check_xf_word();
   for (size_t cls = 0; cls < HAK_NCLASSES; cls++) check_class(cls);
   printf("%ld checks, %ld failed\n", ht_checks, ht_failures);
   return ht_failures ? 1 : 0;
