@@ -592,16 +592,19 @@ hak_inline uint64_t hak_sec_canary_mask(size_t room) { return room >= 8 ? ~(uint
 hak_inline uint64_t hak_load64(const void* p) { uint64_t v; memcpy(&v, p, 8); return v; }
 hak_inline void hak_store64(void* p, uint64_t v) { memcpy(p, &v, 8); }
 
+/* A free block's trailer, as malloc takes it: 0, or the remote mark of a
+ * block another thread freed (its owner takes such blocks without touching
+ * them, heap.c slab_collect); nonzero bits here mean neither. */
+hak_inline uint64_t hak_sec_trailer_not_free(uint64_t t) { return t & ~(uint64_t)HAK_SEC_T_REMOTE; }
 /* malloc: the block must still look freed: link into this SuperSlab, fill
- * and trailer free (0, or the remote mark of a block freed by another thread:
- * the owner takes such blocks without touching them) (a write after free, a
- * forged link, a block handed out twice).  Any nonzero bit fails; so does the end of a list (a NULL link),
+ * and a free trailer (a write after free, a forged link, a block handed out
+ * twice).  Any nonzero bit fails; so does the end of a list (a NULL link),
  * which _hak_secure_pop_slow then completes (one branch on the fast path,
  * and its miss is a tail call). */
 hak_inline uint64_t hak_secure_pop_bad(const hak_block_t* b, uint32_t bsize, uintptr_t n) {
   const uint8_t* p = (const uint8_t*)b;
   uint64_t f = _hak_secure_fill64;
-  return (hak_load64(p + 8) ^ f) | (hak_load64(p + 16) ^ f) | (hak_load64(p + bsize - 8) & ~(uint64_t)HAK_SEC_T_REMOTE) |
+  return (hak_load64(p + 8) ^ f) | (hak_load64(p + 16) ^ f) | hak_sec_trailer_not_free(hak_load64(p + bsize - 8)) |
          ((n ^ (uintptr_t)b) >> HAK_SEG_SHIFT);
 }
 /* ... then its link is overwritten with fill (the new owner sees only fill:

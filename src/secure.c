@@ -71,7 +71,7 @@ __attribute__((noipa)) void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b,
   hak_block_t* n = hak_block_next(b);   /* a link that leaves the SuperSlab: "free list corrupted" */
   size_t k = FILL_OFF;
   while (k < FILL_END && ((uint8_t*)b)[k] == (uint8_t)_hak_secure_fill64) k++;
-  if (k < FILL_END || (hak_load64(trailer(s, b)) & ~(uint64_t)T_REMOTE) != 0) {
+  if (k < FILL_END || hak_sec_trailer_not_free(hak_load64(trailer(s, b))) != 0) {
     size_t live;
     if (_hak_secure_state(s, b, &live) == HAK_SEC_LIVE)
       _hak_fatal("hakmem: heap corruption: block %p handed out twice (free list corrupted)\n", (void*)b);

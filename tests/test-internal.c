@@ -80,7 +80,7 @@ static void check_xf_word(void) {
     uintptr_t w = tag ? HAK_XF_NOTIFYING : 0;
     for (uint32_t i = 0; i < most; i++) {
       const hak_block_t* b = (const hak_block_t*)(base + HAK_SEG_SIZE - 16 * (i + 1));
-      w = i == 0 && !tag ? hak_xf_push(HAK_XF_NOTIFYING, b) & ~HAK_XF_NOTIFYING : hak_xf_push(w, b);
+      w = hak_xf_push(w, b);
       if (hak_xf_list(w) != b || hak_xf_count(w) != i + 1 || (w & HAK_XF_NOTIFYING) != (uintptr_t)tag) {
         CHECKF(false, "push %u (tag %d): list %p count %u tag %d", i, tag, (void*)hak_xf_list(w), hak_xf_count(w),
                (int)(w & HAK_XF_NOTIFYING));
