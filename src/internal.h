@@ -204,7 +204,7 @@ typedef struct hak_segment_s {
   size_t pinned;                     /* resident bytes beyond its need, taken from the BigCache (see take_cover) */
   uint32_t ring_site;                /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
   uint8_t thp;                       /* small: halves advised MADV_HUGEPAGE (bits 0-1); large: 1 when advised, mapped exactly; thp.c */
-  uint8_t _p8[1];
+  uint8_t sec_dropped;               /* secure, large, freed: its whole pages were dropped, not filled (secure.c) */
   uint64_t site_clock;               /* site clock at allocation */
   /* small segments: slabs (bit = index of the head page) that got their
    * first remote free since their owner last collected them; set by the
@@ -512,6 +512,7 @@ void _hak_thp_slab(hak_segment_t* seg, size_t idx, unsigned n, uint32_t bsize);
 void _hak_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n);
 void* _hak_os_remap(void* old, size_t old_size, size_t new_size, int flags, void* new_addr);
 bool  _hak_os_protect(void* p, size_t size, int prot);
+bool  _hak_os_resident(void* p, size_t size, unsigned char* vec);
 size_t _hak_os_rss_bytes(void);
 int   _hak_os_memfd(void);
 bool  _hak_os_map_file_at(void* addr, size_t size, int fd, uint64_t off);

@@ -153,6 +153,11 @@ bool _hak_os_punch(int fd, uint64_t off, size_t size) {
   return true;
 }
 
+/* Which pages of [p, p+size) are resident (p page-aligned; vec: one byte a
+ * page, bit 0 set when resident).  A page a private anonymous mapping
+ * dropped (MADV_DONTNEED) and nobody touched since is not. */
+bool _hak_os_resident(void* p, size_t size, unsigned char* vec) { return mincore(p, size, vec) == 0; }
+
 /* Current RSS from /proc/self/statm (read with raw syscalls: no stdio). */
 size_t _hak_os_rss_bytes(void) {
   int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);

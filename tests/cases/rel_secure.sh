@@ -32,6 +32,20 @@ for n in 1 9 17 24 40 56 57 100 300 3000; do
     row "write_after_free_at:$n:$at" 134 '^hakmem: write after free detected in block 0x[0-9a-f]+'
   done
 done
+# large blocks: a freed one is filled (below 1 MiB) or its pages dropped
+# (from 1 MiB, fill byte 0: they read as zero), and checked when its mapping
+# is taken again or let go; either way a byte written after the free is
+# found, freed bytes read as fill and a new block holds no earlier owner's
+for fill in '' 90; do
+  export HAKMEM_SECURE_FILL=${fill:-0}
+  for n in 262144 4194304; do
+    for at in 0 $((n / 2 + 100)) $((n - 1)); do
+      row "large_write_after_free_at:$n:$at" 134 '^hakmem: write after free detected in block 0x[0-9a-f]+ \(large block'
+    done
+    row "large_after_free:$n" 0 ''
+  done
+done
+unset HAKMEM_SECURE_FILL
 row link_overwrite 134 '^hakmem: (free list corrupted|write after free detected)'
 row large_overflow 139 ''
 row double_free 134 '^hakmem: double free of 0x[0-9a-f]+ \(size [0-9]+\) in free\(\)$'

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static void* volatile sink;
@@ -43,6 +44,53 @@ int main(int argc, char** argv) {
     free(p);
     p[at] = 'X';
     churn();
+  } else if (!strcmp(s, "large_write_after_free_at") && argc > 3) {   /* SIZE OFFSET, a large block */
+    /* its mapping is checked when a new block takes it or the quarantine
+     * (16 blocks) lets it go: 40 more blocks of its size do one or the other */
+    size_t n = strtoul(argv[2], NULL, 0), at = strtoul(argv[3], NULL, 0);
+    char* p = malloc(n);
+    printf("addr=%p\n", (void*)p);
+    memset(p, 'A', n);
+    free(p);
+    p[at] = 'X';
+    for (int i = 0; i < 40; i++) {
+      sink = malloc(n);
+      free(sink);
+    }
+  } else if (!strcmp(s, "large_after_free") && argc > 2) {   /* SIZE: freed bytes read as fill, reuse holds none */
+    size_t n = strtoul(argv[2], NULL, 0);
+    unsigned char fill = (unsigned char)strtoul(getenv("HAKMEM_SECURE_FILL") ? getenv("HAKMEM_SECURE_FILL") : "0", NULL, 0);
+    char* keep[40];
+    volatile unsigned char* p = malloc(n);
+    memset((void*)p, 'A', n);
+    free((void*)p);
+    if (fill == 0 && n >= (1u << 20)) {   /* from 1 MiB the freed block's pages are dropped, not filled */
+      size_t pages = n / 4096 - 1, resident = 0;
+      unsigned char* vec = calloc(pages, 1);
+      char* pg = (char*)(((uintptr_t)p + 4095) & ~(uintptr_t)4095);
+      if (vec == NULL || mincore(pg, pages * 4096, vec) != 0) return 2;
+      for (size_t k = 0; k < pages; k++) resident += vec[k] & 1;
+      free(vec);
+      if (resident != 0) {
+        printf("%zu of the freed block's %zu pages still resident\n", resident, pages);
+        return 1;
+      }
+    }
+    for (size_t k = 0; k < n; k += 512)
+      if (p[k] != fill || p[n - 1] != fill) {
+        printf("freed byte %zu reads %#x, not the fill\n", k, p[k]);
+        return 1;
+      }
+    for (int i = 0; i < 40; i++) {   /* the mappings of freed blocks are taken again: none holds 'A' */
+      char* q = keep[i] = malloc(n - (size_t)i * 4096);
+      for (size_t k = 0; k < n - (size_t)i * 4096; k += 64)
+        if (q[k] == 'A') {
+          printf("a new block holds an earlier owner's byte at %zu\n", k);
+          return 1;
+        }
+      memset(q, 'A', n - (size_t)i * 4096);
+      if (i % 2) free(keep[i - 1]), free(q);
+    }
   } else if (!strcmp(s, "link_overwrite")) {  /* a forged free-list link */
     char* p = malloc(64);
     char* q = malloc(64);
@@ -99,7 +147,7 @@ int main(int argc, char** argv) {
     printf("rss grew by %ld KiB\n", (rss1 - rss0) * page / 1024);
     return (rss1 - rss0) * page > (8L << 20);
   } else {
-    fprintf(stderr, "usage: secure overflow_1|overflow_32|write_after_free|write_after_free_at SIZE OFFSET|link_overwrite|large_overflow|double_free|quarantine_budget|control\n");
+    fprintf(stderr, "usage: secure overflow_1|overflow_32|write_after_free|write_after_free_at SIZE OFFSET|large_write_after_free_at SIZE OFFSET|large_after_free SIZE|link_overwrite|large_overflow|double_free|quarantine_budget|control\n");
     return 2;
   }
   puts("done");
