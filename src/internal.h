@@ -631,6 +631,7 @@ hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, size_t req) 
  * one; off: b's offset in its slab).  Any failure goes to
  * _hak_secure_free_failed, which classifies and reports.  Returns the filled length in bytes, a multiple of 8. */
 typedef uint64_t hak_v2u64 __attribute__((vector_size(16), aligned(8), may_alias));
+extern uint64_t (*_hak_secure_fill_diff_long)(const uint8_t* p, size_t len, uint64_t f);   /* len > 64 */
 hak_inline bool hak_sec_trailer_valid(const uint8_t* b, uint32_t bsize, uint64_t t) {
   return t <= HAK_SEC_T_QUAR || t - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS <= bsize - HAK_SEC_LIVE_BIAS;
 }
@@ -663,12 +664,7 @@ hak_inline uint64_t hak_sec_fill_diff(const uint8_t* p, size_t len, uint64_t f) 
     acc = (*(const hak_v2u64*)p ^ fv) | (*(const hak_v2u64*)(p + 16) ^ fv) | (*(const hak_v2u64*)(p + len - 32) ^ fv) |
           (*(const hak_v2u64*)(p + len - 16) ^ fv);
   } else {
-    const uint8_t* end = p + len - 64;   /* the last 64 bytes, which may overlap the loop's */
-    acc = (*(const hak_v2u64*)end ^ fv) | (*(const hak_v2u64*)(end + 16) ^ fv) | (*(const hak_v2u64*)(end + 32) ^ fv) |
-          (*(const hak_v2u64*)(end + 48) ^ fv);
-    for (; p < end; p += 64)
-      acc |= (*(const hak_v2u64*)p ^ fv) | (*(const hak_v2u64*)(p + 16) ^ fv) | (*(const hak_v2u64*)(p + 32) ^ fv) |
-             (*(const hak_v2u64*)(p + 48) ^ fv);
+    return _hak_secure_fill_diff_long(p, len, f);   /* the widest vectors the CPU has (secure.c) */
   }
   return acc[0] | acc[1];
 }

@@ -26,12 +26,20 @@ row write_after_free 134 '^hakmem: write after free detected in block 0x[0-9a-f]
 # a write after free of one byte is found wherever it lands in what the free
 # filled (the request and the canary after it): blocks whose fill takes each
 # of the check's shapes (8-16, 17-32, 33-64 bytes, longer), first and last
-# byte, and a byte in between
-for n in 1 9 17 24 40 56 57 100 300 3000; do
-  for at in 0 $((n / 2)) $((n - 1)) $n; do
-    row "write_after_free_at:$n:$at" 134 '^hakmem: write after free detected in block 0x[0-9a-f]+'
+# byte, and a byte in between; beyond 64 bytes with 32-byte vectors (AVX2,
+# where the CPU has it) and with 16-byte ones
+for avx2 in 1 0; do
+  export HAKMEM_SECURE_AVX2=$avx2
+  for n in 1 9 17 24 40 56 57 100 130 190 300 1000 3000; do
+    for at in 0 $((n / 2)) $((n - 1)) $n; do
+      row "write_after_free_at:$n:$at" 134 '^hakmem: write after free detected in block 0x[0-9a-f]+'
+    done
+  done
+  for at in $(seq 4 8 196); do   # every word of one block whose check takes every branch of the loop
+    row "write_after_free_at:190:$at" 134 '^hakmem: write after free detected in block 0x[0-9a-f]+'
   done
 done
+unset HAKMEM_SECURE_AVX2
 # large blocks: a freed one is filled (below 1 MiB) or its pages dropped
 # (from 1 MiB, fill byte 0: they read as zero), and checked when its mapping
 # is taken again or let go; either way a byte written after the free is
