@@ -415,7 +415,6 @@ static size_t heap_seg_bytes(const hak_heap_t* h) {
   return n * HAK_SEG_SIZE;
 }
 
-#define SLAB_FIT_SCAN 16   /* segments with room slab_new compares (a bound on its walk in a big heap) */
 static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   unsigned npages = _hak_class_pages[cls];
   /* blocks that span pages go from the top of segments advised for huge
@@ -423,25 +422,11 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   bool top = _hak_class_size[cls] > HAK_OS_PAGE;
   hak_segment_t* seg;
   size_t idx = 64;
-  /* the fullest segment that has room (of the first SLAB_FIT_SCAN that
-   * do): the sparse ones drain, go to the segment cache when they empty and
-   * serve any heap from there, and until then their empty pages age out
-   * instead of being touched again */
-  hak_segment_t* best = NULL;
-  size_t best_idx = 64;
-  unsigned fits = 0;
-  for (seg = from == PAGES_NEW ? NULL : h->segs; seg != NULL && fits < SLAB_FIT_SCAN; seg = seg->next) {
+  for (seg = from == PAGES_NEW ? NULL : h->segs; seg != NULL; seg = seg->next) {
     idx = find_run(from == PAGES_RESIDENT ? seg->free_pages & seg->dirty_pages : seg->free_pages, npages,
                    top && seg->thp != 0);
-    if (idx == 64) continue;
-    fits++;
-    if (best == NULL || seg->used_pages > best->used_pages) {
-      best = seg;
-      best_idx = idx;
-    }
+    if (idx < 64) break;
   }
-  seg = best;
-  idx = best_idx;
   if (seg == NULL) {
     if (from != PAGES_NEW) return NULL;
     if (hak_opt(MESH)) _hak_mesh_pass(h, false);   /* compaction first (paced in mesh.c) */
