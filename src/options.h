@@ -70,6 +70,8 @@ typedef enum {
     "secure build: requests of at least this size get their own mapping ending at a guard page (0 = off)") \
   X(SECURE_GUARD_PAGES, "HAKMEM_SECURE_GUARD_PAGES", BOOL, 1, 1, 1, 0, 1, \
     "secure build: guard pages in every SuperSlab (0 = none: faster, huge pages back the segments)") \
+  X(SECURE_SHUFFLE, "HAKMEM_SECURE_SHUFFLE", BOOL, 1, 1, 1, 0, 1, \
+    "secure build: carve new blocks in random order (0 = in address order: faster where a program walks its objects)") \
   X(SECURE_AVX2,  "HAKMEM_SECURE_AVX2",  BOOL, 1, 1, 1, 0, 1, \
     "secure build: check freed blocks' fill with AVX2 where the CPU has it (0 = 16-byte vectors)") \
   X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \

@@ -31,6 +31,7 @@
 
 uint64_t _hak_secure_fill64;           /* the fill byte, 8 times (HAKMEM_SECURE_FILL) */
 size_t _hak_secure_guard_min = SIZE_MAX;   /* HAKMEM_SECURE_GUARD_MEDIUM, 0 = SIZE_MAX */
+static bool shuffle_off;                   /* HAKMEM_SECURE_SHUFFLE=0 (_hak_secure_shuffle) */
 
 /* hak_sec_fill_diff (internal.h) of more than 64 bytes: the bits by which
  * len bytes at p differ from the fill f, ORed together.  A block leaving
@@ -66,6 +67,7 @@ void _hak_secure_init(void) {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && hak_opt(SECURE_AVX2)) _hak_secure_fill_diff_long = fill_diff_avx2;
   _hak_secure_fill64 = (uint64_t)hak_opt(SECURE_FILL) * 0x0101010101010101ull;
+  shuffle_off = !hak_opt(SECURE_SHUFFLE);
   if (hak_opt(SECURE_GUARD_MEDIUM) > 0) _hak_secure_guard_min = (size_t)hak_opt(SECURE_GUARD_MEDIUM);
 }
 
@@ -206,8 +208,18 @@ void _hak_secure_carve_fill(void* b, uint32_t bsize) {
   hak_store64((uint8_t*)b + bsize - 8, T_FREE);
 }
 
-/* Random order for a chunk of freshly carved blocks. */
+/* Random order for a chunk of freshly carved blocks (about 4 KiB: the
+ * next allocation is not the block after the last one, so an overflow's
+ * neighbour cannot be arranged by allocating in order).  It costs locality:
+ * a program that walks its objects in the order it made them misses the
+ * cache on each, where address order lets the prefetcher run ahead.
+ * python (PYTHONMALLOC=malloc, a dict of 300,000 entries; its garbage
+ * collector walks every object) took 2.4-2.9 s with it and 1.5-1.8 s without
+ * (the default build 1.3-1.6 s); the standard suite's programs, whose
+ * blocks stay in cache, did not move (docs/BENCHMARKS.md).  So it is an
+ * option, on by default (HAKMEM_SECURE_SHUFFLE). */
 void _hak_secure_shuffle(void** v, size_t n) {
+  if (shuffle_off) return;
   for (size_t i = n; i > 1; i--) {
     size_t j = (size_t)(_hak_secure_rand() % i);
     void* t = v[i - 1];

@@ -54,6 +54,10 @@ for fill in '' 90; do
   done
 done
 unset HAKMEM_SECURE_FILL
+# new blocks in random order (the default), or in address order with
+# HAKMEM_SECURE_SHUFFLE=0
+row carve_order:1 0 ''
+HAKMEM_SECURE_SHUFFLE=0 row carve_order:0 0 ''
 row link_overwrite 134 '^hakmem: (free list corrupted|write after free detected)'
 row large_overflow 139 ''
 row double_free 134 '^hakmem: double free of 0x[0-9a-f]+ \(size [0-9]+\) in free\(\)$'

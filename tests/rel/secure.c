@@ -91,6 +91,16 @@ int main(int argc, char** argv) {
       memset(q, 'A', n - (size_t)i * 4096);
       if (i % 2) free(keep[i - 1]), free(q);
     }
+  } else if (!strcmp(s, "carve_order") && argc > 2) {   /* 1: new blocks must not come in address order; 0: must */
+    int want_shuffled = atoi(argv[2]), ascending = 1;
+    char* prev = malloc(200);
+    for (int i = 0; i < 15; i++) {
+      char* p = malloc(200);
+      if (p < prev) ascending = 0;
+      prev = p;
+    }
+    printf("%s\n", ascending ? "address order" : "shuffled");
+    return ascending == !want_shuffled ? 0 : 1;
   } else if (!strcmp(s, "link_overwrite")) {  /* a forged free-list link */
     char* p = malloc(64);
     char* q = malloc(64);
@@ -147,7 +157,7 @@ int main(int argc, char** argv) {
     printf("rss grew by %ld KiB\n", (rss1 - rss0) * page / 1024);
     return (rss1 - rss0) * page > (8L << 20);
   } else {
-    fprintf(stderr, "usage: secure overflow_1|overflow_32|write_after_free|write_after_free_at SIZE OFFSET|large_write_after_free_at SIZE OFFSET|large_after_free SIZE|link_overwrite|large_overflow|double_free|quarantine_budget|control\n");
+    fprintf(stderr, "usage: secure overflow_1|overflow_32|write_after_free|write_after_free_at SIZE OFFSET|large_write_after_free_at SIZE OFFSET|large_after_free SIZE|carve_order 0|1|link_overwrite|large_overflow|double_free|quarantine_budget|control\n");
     return 2;
   }
   puts("done");
