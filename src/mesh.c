@@ -669,7 +669,12 @@ void _hak_mesh_pass(hak_heap_t* h, bool forced) {
       return;
     hak_store_relaxed(&auto_segs, segs);
   }
-  if (pthread_mutex_trylock(&mesh_lock) != 0) return;
+  /* an automatic pass (a malloc slow path) does not wait for one under way;
+   * a forced one (hak_collect, malloc_trim: the program asked) does.  It
+   * returned too: with other threads' automatic passes running, all ten
+   * hak_collect calls of test-mesh's debug run could find the lock taken
+   * and mesh nothing (1 run in 30) */
+  if (forced ? pthread_mutex_lock(&mesh_lock) != 0 : pthread_mutex_trylock(&mesh_lock) != 0) return;
   if (!mesh_ready()) {
     pthread_mutex_unlock(&mesh_lock);
     return;
