@@ -204,7 +204,7 @@ typedef struct hak_segment_s {
   size_t pinned;                     /* resident bytes beyond its need, taken from the BigCache (see take_cover) */
   uint32_t ring_site;                /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
   uint8_t thp;                       /* small: halves advised MADV_HUGEPAGE (bits 0-1); large: 1 when advised, mapped exactly; thp.c */
-  uint8_t sec_dropped;               /* secure, large, freed: its whole pages were dropped, not filled (secure.c) */
+  uint8_t _p8[1];
   uint64_t site_clock;               /* site clock at allocation */
   /* small segments: slabs (bit = index of the head page) that got their
    * first remote free since their owner last collected them; set by the

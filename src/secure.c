@@ -294,18 +294,19 @@ static uint8_t* large_fill_range(hak_segment_t* seg, size_t* len) {
  * spent 43 % of its samples in them (docs/BENCHMARKS.md).  Below the bound
  * the passes cost less than the call and the faults that follow it. */
 #define LARGE_DROP_MIN ((size_t)1 << 20)
+/* Whether a fill range of len bytes is dropped: decided by the range alone,
+ * which does not change while the block is held, so the check needs no
+ * mark.  (If the madvise fails, the range is written with zeros instead;
+ * the check's resident pages are then all of them, read whole.) */
+static bool large_drops(size_t len) { return _hak_secure_fill64 == 0 && len >= LARGE_DROP_MIN; }
 
 void _hak_secure_large_fill(hak_segment_t* seg) {
   size_t len;
   uint8_t* p = large_fill_range(seg, &len);
-  seg->sec_dropped = 0;
-  if (_hak_secure_fill64 == 0 && len >= LARGE_DROP_MIN) {
+  if (large_drops(len)) {
     uint8_t* pg = (uint8_t*)hak_align_up((uintptr_t)p, HAK_OS_PAGE);   /* (the fill range ends at a page) */
     memset(p, 0, (size_t)(pg - p));
-    if (_hak_os_advise(pg, (size_t)(p + len - pg), MADV_DONTNEED)) {
-      seg->sec_dropped = 1;
-      return;
-    }
+    if (_hak_os_advise(pg, (size_t)(p + len - pg), MADV_DONTNEED)) return;
   }
   memset(p, (int)(uint8_t)_hak_secure_fill64, len);
 }
@@ -340,7 +341,7 @@ void _hak_secure_large_verify(hak_segment_t* seg) {
   size_t len;
   const uint8_t* p = large_fill_range(seg, &len);   /* 16-byte aligned: large_off is, LARGE_CANARY is */
   const uint8_t* bad;
-  if (seg->sec_dropped) {
+  if (large_drops(len)) {
     const uint8_t* pg = (const uint8_t*)hak_align_up((uintptr_t)p, HAK_OS_PAGE);
     bad = fill_broken(p, (size_t)(pg - p));
     if (bad == NULL) bad = dropped_broken(pg, (size_t)(p + len - pg));
