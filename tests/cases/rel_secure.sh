@@ -79,10 +79,12 @@ ref=$(seq 1 200000 | md5sum)
 make -s build/tests/test-api-glibc build/tests/test-model-glibc build/tests/test-threads-glibc >/dev/null
 for t in "test-api-glibc --require-hakmem" "test-model-glibc 500000" "test-threads-glibc stress" \
          "test-threads-glibc moves 4" "test-threads-glibc handoff 2000"; do
-  if HT_MOVES_ITERS=300 LD_PRELOAD=$LIB timeout 300 build/tests/$t >"$tmp/out" 2>&1; then
+  rc=0
+  HT_MOVES_ITERS=300 LD_PRELOAD=$LIB timeout 300 build/tests/$t >"$tmp/out" 2>&1 || rc=$?
+  if ((rc == 0)); then
     echo "ok   $t under secure mode"
-  else
-    echo "FAIL $t under secure mode:"; grep -m5 FAILED "$tmp/out"; fails=$((fails + 1))
+  else   # (a crash or a hakmem: report prints no FAILED line: show the status and the last lines too)
+    echo "FAIL $t under secure mode: status $rc"; grep -m5 FAILED "$tmp/out" || true; tail -n 5 "$tmp/out"; fails=$((fails + 1))
   fi
 done
 # without the SuperSlab guard pages (HAKMEM_SECURE_GUARD_PAGES=0: huge pages
@@ -91,7 +93,7 @@ done
 if HAKMEM_SECURE_GUARD_PAGES=0 LD_PRELOAD=$LIB timeout 300 build/tests/test-model-glibc 200000 >"$tmp/out" 2>&1; then
   echo "ok   test-model-glibc 200000 under secure mode, HAKMEM_SECURE_GUARD_PAGES=0"
 else
-  echo "FAIL test-model-glibc 200000 under secure mode, HAKMEM_SECURE_GUARD_PAGES=0:"; grep -m5 FAILED "$tmp/out"; fails=$((fails + 1))
+  echo "FAIL test-model-glibc 200000 under secure mode, HAKMEM_SECURE_GUARD_PAGES=0:"; grep -m5 FAILED "$tmp/out" || true; tail -n 5 "$tmp/out"; fails=$((fails + 1))
 fi
 export HAKMEM_SECURE_GUARD_PAGES=0
 row overflow_1 134 '^hakmem: heap overflow detected in block 0x[0-9a-f]+: byte 0 past its 20 requested bytes'
