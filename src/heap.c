@@ -202,7 +202,8 @@ static bool slab_refill(hak_slab_t* s) {
   if (s->free) return true;
   slab_collect(s);
   if (s->free) return true;
-  return slab_extend(s);
+  if (slab_extend(s)) return true;
+  return !HAK_SECURE && _hak_scavenge_readmit(s);   /* blocks on pages scavenging gave back */
 }
 
 static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
@@ -364,6 +365,7 @@ static bool slab_pages_free(hak_slab_t* s) {
   size_t idx = slab_index(s);
   unsigned n = s->npages;
   if (seg->mesh_pages & ((uint64_t)1 << idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
+  if (seg->nphantom[idx] != 0) _hak_scavenge_forget(seg, idx, n);
   for (unsigned i = 0; i < n; i++) {
     hak_slab_t* t = &seg->slabs[idx + i];
     hak_store_relaxed(&t->xowner, HAK_OWNER_UNUSED);
@@ -429,7 +431,9 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   }
   if (seg == NULL) {
     if (from != PAGES_NEW) return NULL;
-    if (hak_opt(MESH)) _hak_mesh_pass(h, false);   /* compaction first (paced in mesh.c) */
+    /* compaction first, paced in mesh.c and scavenge.c (one or the other) */
+    if (hak_opt(MESH)) _hak_mesh_pass(h, false);
+    else _hak_scavenge_pass(h, false);
     seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, heap_seg_bytes(h));
     if (seg == NULL) return NULL;
     seg->heap = h;
@@ -1078,6 +1082,7 @@ void _hak_collect_heap(hak_heap_t* h) {
     }
   }
   _hak_mesh_pass(h, true);
+  _hak_scavenge_pass(h, true);
   for (int pass = 0; pass < 2; pass++)
     for (hak_segment_t* seg = pass ? h->segs_full : h->segs; seg; seg = seg->next) _hak_segment_decommit_free_pages(seg);
 }

@@ -216,6 +216,11 @@ typedef struct hak_segment_s {
   uint64_t mesh_pages;
   _Atomic(uint64_t) mesh_prot;
   struct hak_mesh_s* mesh[HAK_PAGES_PER_SEG];
+  /* scavenging (scavenge.c): per slab page, its 4 KiB pages given back (bit
+   * j: bytes j*4K.. of that 64 KiB page); per slab (head page), the blocks
+   * on them (phantoms: neither free nor live, not in `used`) */
+  uint16_t drop[HAK_PAGES_PER_SEG];
+  uint16_t nphantom[HAK_PAGES_PER_SEG];
   hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;
 
@@ -350,6 +355,13 @@ void  _hak_mesh_fork_child(void);
 void  _hak_mesh_stats(uint64_t* v /* [9] */);
 extern _Atomic(size_t) _hak_mesh_entries;
 
+/* scavenge.c: the free 4 KiB pages of sparse slabs given back (HAKMEM_SCAVENGE) */
+void  _hak_scavenge_pass(hak_heap_t* h, bool forced);
+bool  _hak_scavenge_readmit(hak_slab_t* s);
+void  _hak_scavenge_forget(hak_segment_t* seg, size_t idx, unsigned npages);
+extern _Atomic(uint64_t) _hak_stat_scav_passes, _hak_stat_scav_pages, _hak_stat_scav_readmitted;
+extern _Atomic(size_t) _hak_stat_scav_dropped;
+
 /* segment.c */
 /* thp_hint: small, the bytes of segments the heap holds; large, the block size (thp.c) */
 hak_segment_t* _hak_segment_alloc(size_t map_size, size_t align_off_min, hak_seg_kind_t kind, size_t thp_hint);
@@ -483,6 +495,14 @@ void  _hak_bigcache_fork_child(void);
 /* release.c */
 extern _Atomic(size_t) _hak_retained_bytes;
 uint64_t _hak_clock_ms(void);
+/* paced passes of mesh.c and scavenge.c: when the next automatic one is due */
+typedef struct {
+  _Atomic(uint64_t) next_ms;   /* not before (unless grown) */
+  _Atomic(size_t) segs;        /* small segments at the last pass */
+  _Atomic(uint64_t) gap_ms;    /* 0: the shortest gap */
+} hak_pace_t;
+bool  _hak_pace_due(hak_pace_t* p);
+void  _hak_pace_found(hak_pace_t* p, bool found);
 bool  _hak_decommit(void* p, size_t size);
 bool  _hak_retained_over_target(void);
 void  _hak_release_large(hak_segment_t* seg);

@@ -21,9 +21,6 @@
 #define MESH_WORDS   (MESH_NBITS / 64)
 #define MESH_MAX     16384                          /* entries at most (each is a kernel mapping) */
 #define MESH_PROBES  64                             /* roots tried per sparse slab */
-#define MESH_AUTO_MS 100                            /* automatic passes at most this often ... */
-#define MESH_IDLE_MS 10000                          /* ... and, while they find nothing, up to this seldom, */
-#define MESH_GROW_DIV 8                             /* ... unless the small segments grew by 1/8 since the last */
 
 /* One meshed page: a root (its page lives in the mesh file at `off`) or an
  * alias (its virtual page maps its root's file page). */
@@ -649,26 +646,11 @@ static void sweep(hak_heap_t* h, hak_slab_t** buf, size_t cap) {
 }
 
 /* Automatic passes (before a heap maps a new small segment) are paced by
- * time and by growth.  By time alone, a program that grows for a while
- * (passes find nothing: the gap backs off towards 10 s), frees scattered
- * blocks and grows again within that gap was never compacted: fragment
- * meshed in 4 runs of 12.  By growth, the first segment past 1/8 more than at
- * the last pass runs one: walking the slabs costs O(heap) per 1/8 of
- * growth, and a heap that grows after scattered frees is compacted before
- * it has grown by more than that. */
+ * time and by growth (release.c, _hak_pace_due). */
 void _hak_mesh_pass(hak_heap_t* h, bool forced) {
-  static _Atomic(uint64_t) auto_next_ms;
-  static _Atomic(size_t) auto_segs;   /* small segments at the last automatic pass */
+  static hak_pace_t pace;
   if (HAK_SECURE || !hak_opt(MESH) || h == &_hak_heap_empty) return;
-  static _Atomic(uint64_t) auto_gap_ms = MESH_AUTO_MS;
-  if (!forced) {
-    size_t segs = hak_load_relaxed(&_hak_seg_small), last = hak_load_relaxed(&auto_segs);
-    uint64_t now = _hak_clock_ms(), due = hak_load_relaxed(&auto_next_ms);
-    bool grown = segs >= last + (last / MESH_GROW_DIV > 2 ? last / MESH_GROW_DIV : 2);
-    if ((now < due && !grown) || !atomic_compare_exchange_strong(&auto_next_ms, &due, now + hak_load_relaxed(&auto_gap_ms)))
-      return;
-    hak_store_relaxed(&auto_segs, segs);
-  }
+  if (!forced && !_hak_pace_due(&pace)) return;
   /* an automatic pass (a malloc slow path) does not wait for one under way;
    * a forced one (hak_collect, malloc_trim: the program asked) does.  It
    * returned too: with other threads' automatic passes running, all ten
@@ -702,11 +684,7 @@ void _hak_mesh_pass(hak_heap_t* h, bool forced) {
     for (size_t cls = 0; cls < HAK_NCLASSES; cls++)
       if (_hak_class_pages[cls] == 1) mesh_class(h, cls, &p);
     _hak_os_unmap(mem, bytes);
-    /* automatic passes that find nothing back off (a heap that grows
-     * without scattered frees pays a walk of its slabs every 10 s at most) */
-    uint64_t gap = hak_load_relaxed(&auto_gap_ms);
-    gap = hak_load_relaxed(&st_meshes) != before ? MESH_AUTO_MS : (2 * gap < MESH_IDLE_MS ? 2 * gap : MESH_IDLE_MS);
-    hak_store_relaxed(&auto_gap_ms, gap);
+    _hak_pace_found(&pace, hak_load_relaxed(&st_meshes) != before);
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_mutex_unlock(&mesh_lock);

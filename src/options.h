@@ -60,6 +60,8 @@ typedef enum {
     "one strategy for every site, no learning: none | cache | release | decommit | prefault | populate") \
   X(LEND,         "HAKMEM_LEND",         BOOL, 0, !HAK_SECURE, !HAK_SECURE, 0, 1, \
     "after scattered frees, a class about to take new pages takes holes of a slightly larger class first (default build)") \
+  X(SCAVENGE,     "HAKMEM_SCAVENGE",     BOOL, 0, !HAK_SECURE, !HAK_SECURE, 0, 1, \
+    "give back the free 4 KiB pages inside sparse slabs (not with HAKMEM_MESH=1; not in the secure build)") \
   X(MESH,         "HAKMEM_MESH",         BOOL, 0, 0, 0, 0, 1, \
     "compact sparse small-block slabs by meshing them onto shared pages (memfd; see docs/DESIGN.md)") \
   X(SECURE_QUARANTINE, "HAKMEM_SECURE_QUARANTINE", SIZE, 256 << 10, 256 << 10, 256 << 10, 0, (long long)1 << 30, \

@@ -14,6 +14,39 @@
 _Atomic(size_t) _hak_retained_bytes;   /* empty but resident (slab pages, cached segments) */
 static _Atomic(uint64_t) rel_decommit_calls, rel_decommit_bytes, rel_unmapped_blocks;
 
+/* Paced passes (meshing, scavenging), run before a heap maps a new small
+ * segment: at most every HAK_PACE_AUTO_MS, backing off (doubling) to
+ * HAK_PACE_IDLE_MS while passes find nothing, and in any case once the
+ * process's small segments grew by 1/8 since the last.  By time alone, a
+ * program that grows for a while (the gap backs off towards 10 s), frees
+ * scattered blocks and grows again within that gap was never compacted
+ * (fragment meshed in 4 runs of 12).  By growth, walking the slabs costs
+ * O(heap) per 1/8 of growth, and a heap that grows after scattered frees
+ * is compacted before it has grown by more than that. */
+#define HAK_PACE_AUTO_MS 100
+#define HAK_PACE_IDLE_MS 10000
+#define HAK_PACE_GROW_DIV 8
+bool _hak_pace_due(hak_pace_t* p) {
+  size_t segs = hak_load_relaxed(&_hak_seg_small), last = hak_load_relaxed(&p->segs);
+  uint64_t now = _hak_clock_ms(), due = hak_load_relaxed(&p->next_ms);
+  uint64_t gap = hak_load_relaxed(&p->gap_ms);
+  bool grown = segs >= last + (last / HAK_PACE_GROW_DIV > 2 ? last / HAK_PACE_GROW_DIV : 2);
+  if ((now < due && !grown) ||
+      !atomic_compare_exchange_strong(&p->next_ms, &due, now + (gap ? gap : HAK_PACE_AUTO_MS)))
+    return false;
+  hak_store_relaxed(&p->segs, segs);
+  return true;
+}
+/* After a pass: one that found work keeps the short gap, one that found
+ * none doubles it (a heap that grows without scattered frees pays a walk
+ * of its slabs every 10 s at most). */
+void _hak_pace_found(hak_pace_t* p, bool found) {
+  uint64_t gap = hak_load_relaxed(&p->gap_ms);
+  if (gap == 0) gap = HAK_PACE_AUTO_MS;
+  gap = found ? HAK_PACE_AUTO_MS : (2 * gap < HAK_PACE_IDLE_MS ? 2 * gap : HAK_PACE_IDLE_MS);
+  hak_store_relaxed(&p->gap_ms, gap);
+}
+
 uint64_t _hak_clock_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);

@@ -9,6 +9,7 @@
 #include "bigcache.c"
 #include "release.c"
 #include "mesh.c"
+#include "scavenge.c"
 #include "secure.c"
 #include "quarantine.c"
 #include "zeroblock.c"

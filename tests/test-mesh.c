@@ -14,6 +14,7 @@
  *                                       reuses its descriptor number
  * Every mode checks that meshing happened (the stats report's meshed_slabs). */
 #include "hak_test.h"
+#include "stats_report.h"
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -58,19 +59,7 @@ static bool check_torn(const blk_t* b) {
   return true;
 }
 
-static uint64_t stat_of(const char* key) {
-  char* buf = NULL;
-  size_t len = 0;
-  FILE* f = open_memstream(&buf, &len);
-  if (f == NULL) return 0;
-  hakmem_stats_print(f);
-  fclose(f);
-  uint64_t v = 0;
-  const char* at = buf ? strstr(buf, key) : NULL;
-  if (at) v = strtoull(at + strlen(key), NULL, 10);
-  free(buf);   /* open_memstream's buffer comes from the program's malloc */
-  return v;
-}
+static uint64_t stat_of(const char* key) { return ht_report_u64(hakmem_stats_print, NULL, key); }
 
 /* Many blocks of a few classes, then all but ~15 % freed at random:
  * scattered survivors in sparse slabs. */

@@ -26,6 +26,10 @@
  *        still goes to the new thread, and hakmem maps nothing new.
  *   join  remote frees into a slab whose owner still has free blocks of it:
  *        after a collect, every freed block comes back once, no live one.
+ *   scavenge [THREADS]  blocks of 512 B - 4 KiB filled, 90 % freed (also
+ *        by other threads), malloc_trim gives the free pages of the sparse
+ *        slabs back; survivors keep their words, refilled blocks (taken back
+ *        from those pages) never overlap.
  *   moves [THREADS]  large blocks grow by realloc (and move), shrink, are
  *        aligned or zeroed, in every thread while others map segments: no
  *        block may stop being hakmem's ($HT_MOVES_ITERS rounds a thread).
@@ -35,6 +39,7 @@
  *
  * Sizes are smaller under ThreadSanitizer (see tests/cases/core_threads_tsan.sh). */
 #include "hak_test.h"
+#include "stats_report.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -601,6 +606,99 @@ static int run_successor(void) {
   return 0;
 }
 
+/* ---- scavenge ----------------------------------------------------------- */
+/* Scavenging (src/scavenge.c): the free 4 KiB pages inside sparse slabs are
+ * given back while other threads free blocks of those slabs, and the blocks
+ * on them are taken back when the slabs fill again.  Each thread fills
+ * blocks of 512 B - 4 KiB, frees 90 % of them at random (a quarter of those
+ * through other threads), calls malloc_trim (a forced pass over its heap)
+ * while the others' frees arrive, checks every survivor's words, fills as
+ * many again (the phantoms come back) and checks every block; blocks never
+ * overlap.  At the end the stats report must show pages given back and
+ * taken back (when hakmem runs with scavenging). */
+static _Atomic(uint64_t*) scav_transfer[4096];
+static void print_stats(FILE* f) { t_stats_print(f); }
+static int cmp_ptr(const void* a, const void* b) {
+  uintptr_t x = *(const uintptr_t*)a, y = *(const uintptr_t*)b;
+  return x < y ? -1 : x > y;
+}
+static void* scavenge_thread(void* arg) {
+  uintptr_t tid = (uintptr_t)arg;
+  ht_rng_t r = {tid * 1234567 + 1};
+#ifdef HT_TSAN
+  enum { N = 3000 };
+#else
+  enum { N = 12000 };
+#endif
+  uint64_t** v = t_calloc(N, sizeof *v);
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++) {
+      uint64_t* p = (uint64_t*)t_malloc((64 + ht_below(&r, 449)) * 8);   /* 512 B .. 4 KiB */
+      if (p == NULL) { fail("scavenge: malloc failed"); abort(); }
+      uint64_t cookie = (uint64_t)(uintptr_t)p ^ COOKIE;   /* the first 64 words are stamped */
+      for (size_t k = 0; k < 64; k++) p[k] = (64 - k) ^ cookie;
+      v[i] = p;
+    }
+    for (int i = 0; i < N; i++) {
+      if (ht_below(&r, 10) == 0) continue;   /* 10 % survive */
+      if (ht_below(&r, 4) == 0) {   /* freed by whichever thread takes it */
+        uint64_t* got = atomic_exchange(&scav_transfer[ht_below(&r, 4096)], v[i]);
+        if (got != NULL && check_items(got, "scavenge: transferred block") != 0) t_free(got);
+      } else {
+        t_free(v[i]);
+      }
+      v[i] = NULL;
+    }
+    t_malloc_trim(0);   /* a forced pass while the others' frees arrive */
+    for (int i = 0; i < N; i++)
+      if (v[i] != NULL && check_items(v[i], "scavenge: survivor after the pass") == 0) v[i] = NULL;
+    for (int i = 0; i < N; i++)   /* fill again: the slabs take their phantoms back */
+      if (v[i] == NULL) {
+        uint64_t* p = (uint64_t*)t_malloc((64 + ht_below(&r, 449)) * 8);
+        if (p == NULL) { fail("scavenge: malloc failed"); abort(); }
+        uint64_t cookie = (uint64_t)(uintptr_t)p ^ COOKIE;
+        for (size_t k = 0; k < 64; k++) p[k] = (64 - k) ^ cookie;
+        v[i] = p;
+      }
+    uintptr_t* sorted = t_malloc(N * sizeof *sorted);
+    for (int i = 0; i < N; i++) sorted[i] = (uintptr_t)v[i];
+    qsort(sorted, N, sizeof *sorted, cmp_ptr);
+    for (int i = 0; i + 1 < N; i++)
+      if (sorted[i] + t_malloc_usable_size((void*)sorted[i]) > sorted[i + 1]) {
+        fail("scavenge: blocks %p and %p overlap", (void*)sorted[i], (void*)sorted[i + 1]);
+        break;
+      }
+    t_free(sorted);
+    for (int i = 0; i < N; i++) {
+      if (check_items(v[i], "scavenge: block after the refill") != 0) t_free(v[i]);
+      v[i] = NULL;
+    }
+  }
+  t_free(v);
+  return NULL;
+}
+
+static int run_scavenge(int threads) {
+  printf("scavenge: %d threads fill blocks of 512 B - 4 KiB, free 90 %% (a quarter through other threads), "
+         "malloc_trim, check, fill again, 3 rounds\n", threads);
+  pthread_t th[16];
+  if (threads > 16) threads = 16;
+  for (int t = 0; t < threads; t++) pthread_create(&th[t], NULL, scavenge_thread, (void*)(uintptr_t)(t + 1));
+  for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
+  for (int i = 0; i < 4096; i++) {
+    uint64_t* got = atomic_exchange(&scav_transfer[i], NULL);
+    if (got != NULL && check_items(got, "scavenge: last transferred block") != 0) t_free(got);
+  }
+  if (ht_has_hakmem() && t_option_get("HAKMEM_SCAVENGE") && !t_option_get("HAKMEM_MESH")) {
+    unsigned long long given = ht_report_u64(print_stats, "\nscavenge: ", "pages_given_back="),
+                       back = ht_report_u64(print_stats, "\nscavenge: ", "readmitted_pages=");
+    printf("  pages given back %llu, taken back %llu\n", given, back);
+    if (given == 0) fail("scavenging gave no page back");
+    if (back == 0) fail("no page given back was taken back by a refill");
+  }
+  return 0;
+}
+
 /* ---- moves ------------------------------------------------------------ */
 /* Large blocks that grow by realloc move to other ranges (mremap, or into a
  * cached block) and give their old range up, while other threads map
@@ -795,6 +893,8 @@ int main(int argc, char** argv) {
     run_successor();
   if (strcmp(mode, "join") == 0 || strcmp(mode, "all") == 0)
     run_join();
+  if (strcmp(mode, "scavenge") == 0 || strcmp(mode, "all") == 0)
+    run_scavenge(a2 ? (int)a2 : 4);
   if (strcmp(mode, "moves") == 0)
     run_moves(a2 ? (int)a2 : 4);
   if (strcmp(mode, "fork") == 0 || strcmp(mode, "all") == 0)

@@ -11,5 +11,7 @@ run "stress, release, HAKMEM_PROFILE=lean, 4 threads x 6 rounds" env HAKMEM_PROF
 run "stress, debug library, 4 threads x 4 rounds" env HT_INTROSPECT_EVERY=1000 $T/test-threads-debug stress 4 4 300
 run "stress, asan library, 4 threads x 4 rounds" env HT_INTROSPECT_EVERY=1000 $T/test-threads-asan stress 4 4 300
 run "moves, asan library, 4 threads" env HT_MOVES_ITERS=300 $T/test-threads-asan moves 4
+run "scavenge: sparse slabs' free pages given back while other threads free, release" $T/test-threads-release scavenge 4
+run "scavenge, debug library" $T/test-threads-debug scavenge 2
 run "join: remote frees joined to the owner's own free list, release" $T/test-threads-release join
 run "join, debug library" $T/test-threads-debug join

@@ -1,0 +1,213 @@
+/* Scavenging (HAKMEM_SCAVENGE): the free 4 KiB pages inside sparse slabs
+ * given back to the OS, without moving a block.
+ *
+ * After scattered frees a slab that keeps one live block keeps its whole
+ * run of pages resident, and blocks of other sizes need new pages
+ * (`fragment`: 1.4x glibc's RSS).  Meshing (mesh.c) merges sparse slabs; it
+ * needs a file-backed heap, a write barrier and a fork plan, so it is off by
+ * default.  Scavenging takes the part of that memory that needs none of it:
+ * a 4 KiB page of a slab whose every block is free holds nothing, and
+ * MADV_DONTNEED gives it back.  The blocks overlapping such a page are
+ * *phantoms*: taken off the slab's free list (their links lay in the page)
+ * and counted in the segment header, not in `used`, so the slab still
+ * empties and is released when its last live block is freed.  A slab whose
+ * free list and fresh room run out takes its phantoms back
+ * (`_hak_scavenge_readmit`, on the refill path): their pages fault in again
+ * as zero pages and are linked as free blocks.  Blocks whose 4 KiB page
+ * holds one live block are left alone, so classes of small blocks give back
+ * little (a page of 64-byte blocks is empty only when all 64 are), large
+ * classes most.
+ *
+ * A pass walks the heap's own slabs (never the current slab of a class, and
+ * only slabs carved to their end and at most half full), collects their
+ * remote frees, marks the free blocks in a bitmap from the free list, and
+ * drops the pages whose blocks are all free.  It runs where meshing would:
+ * before a heap maps a new segment, paced by time and growth (a steady
+ * state maps no segment and makes no call), and in malloc_trim/hak_collect.
+ *
+ * Invariants: a phantom is never on a free list and never handed out; a
+ * dropped page holds only phantoms (and slab space past the last block);
+ * seg->drop and seg->nphantom are the owner's, cleared when the slab's pages
+ * are freed (heap.c, slab_pages_free).  Not in the secure build (its blocks
+ * carry fills and trailers) and not with meshing (its live maps count every
+ * carved block off the free list as live). */
+#include "internal.h"
+
+
+#define SCAV_MAX_BLOCKS (HAK_PAGE_SIZE / 16)   /* the most blocks a slab holds (16-byte blocks, one page) */
+
+_Atomic(uint64_t) _hak_stat_scav_passes, _hak_stat_scav_pages, _hak_stat_scav_readmitted;
+_Atomic(size_t) _hak_stat_scav_dropped;   /* pages given back and not taken back yet */
+
+hak_inline size_t slab_idx(const hak_slab_t* s) { return (size_t)(s - hak_segment_of(s)->slabs); }
+hak_inline uint8_t* slab_base(const hak_slab_t* s) {
+  return (uint8_t*)hak_segment_of(s) + (slab_idx(s) << HAK_PAGE_SHIFT);
+}
+#define OS_PER_PAGE (HAK_PAGE_SIZE / HAK_OS_PAGE)   /* 16 */
+hak_inline bool dropped(const hak_segment_t* seg, size_t idx, size_t j) {
+  return (seg->drop[idx + j / OS_PER_PAGE] >> (j % OS_PER_PAGE)) & 1;
+}
+
+/* The free blocks of s (its free list, after its remote frees) in map;
+ * false when the list is longer than the slab (corrupt: left alone). */
+static bool free_map(hak_slab_t* s, uint64_t* map, uint32_t nb) {
+  memset(map, 0, ((nb + 63) / 64) * 8);
+  uint8_t* start = slab_base(s);
+  uint32_t n = 0;
+  for (hak_block_t* b = s->free; b != NULL; b = hak_block_next(b)) {
+    uint32_t i = (uint32_t)(((uint8_t*)b - start) / s->bsize);
+    if (++n > nb || i >= nb) return false;
+    map[i / 64] |= (uint64_t)1 << (i % 64);
+  }
+  return true;
+}
+
+/* Drop the all-free pages of one slab; the pages dropped. */
+static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
+  hak_segment_t* seg = hak_segment_of(s);
+  size_t idx = slab_idx(s);
+  uint32_t limit = hak_slab_limit(s), bsize = s->bsize, nb = limit / bsize;
+  if (nb > SCAV_MAX_BLOCKS) return 0;
+  _hak_slab_collect(s);
+  if (s->free == NULL || !free_map(s, map, nb)) return 0;
+  /* pages whose every overlapping block is free */
+  size_t nos = (size_t)s->npages * OS_PER_PAGE;
+  uint64_t newdrop[2] = {0, 0};   /* up to 8 pages of 16 OS pages */
+  bool any = false;
+  for (size_t j = 0; j < nos; j++) {
+    size_t lo = j * HAK_OS_PAGE;
+    if (lo >= limit || dropped(seg, idx, j)) continue;
+    size_t hi = lo + HAK_OS_PAGE < limit ? lo + HAK_OS_PAGE : limit;
+    bool all = true;
+    for (size_t i = lo / bsize; i <= (hi - 1) / bsize && all; i++) all = (map[i / 64] >> (i % 64)) & 1;
+    if (all) {
+      newdrop[j / 64] |= (uint64_t)1 << (j % 64);
+      any = true;
+    }
+  }
+  if (!any) return 0;
+  /* rebuild the free list in address order without the blocks on dropped
+   * pages: those become phantoms */
+  uint8_t* start = slab_base(s);
+  hak_block_t* head = NULL;
+  hak_block_t* last = NULL;
+  uint32_t phantoms = 0;
+  for (uint32_t i = 0; i < nb; i++) {
+    if (!((map[i / 64] >> (i % 64)) & 1)) continue;
+    size_t lo = (size_t)i * bsize, hi = lo + bsize - 1;
+    bool ph = false;
+    for (size_t j = lo / HAK_OS_PAGE; j <= hi / HAK_OS_PAGE && !ph; j++) ph = (newdrop[j / 64] >> (j % 64)) & 1;
+    if (ph) {
+      phantoms++;
+      continue;
+    }
+    hak_block_t* b = (hak_block_t*)(start + lo);
+    if (last != NULL) hak_block_set_next(last, b);
+    else head = b;
+    last = b;
+  }
+  if (last != NULL) hak_block_set_next(last, NULL);
+  s->free = head;
+  seg->nphantom[idx] = (uint16_t)(seg->nphantom[idx] + phantoms);
+  /* give the pages back, a run at a time */
+  size_t n = 0;
+  for (size_t j = 0; j < nos;) {
+    if (!((newdrop[j / 64] >> (j % 64)) & 1)) {
+      j++;
+      continue;
+    }
+    size_t k = j;
+    while (k < nos && ((newdrop[k / 64] >> (k % 64)) & 1)) {
+      seg->drop[idx + k / OS_PER_PAGE] |= (uint16_t)(1u << (k % OS_PER_PAGE));
+      k++;
+    }
+    /* an advised half of the segment is advised no more, or khugepaged
+     * would fill the pages back in (thp.c) */
+    if (seg->thp & 3) _hak_thp_demote(seg, (unsigned)idx, s->npages);
+    _hak_decommit(start + j * HAK_OS_PAGE, (k - j) * HAK_OS_PAGE);
+    n += k - j;
+    j = k;
+  }
+  return n;
+}
+
+/* A slab whose free list and fresh room ran out takes its phantoms back
+ * (heap.c, slab_refill): true when it has free blocks again. */
+bool _hak_scavenge_readmit(hak_slab_t* s) {
+  hak_segment_t* seg = hak_segment_of(s);
+  size_t idx = slab_idx(s);
+  if (seg->nphantom[idx] == 0) return false;
+  uint32_t limit = hak_slab_limit(s), bsize = s->bsize, nb = limit / bsize;
+  uint8_t* start = slab_base(s);
+  hak_block_t* head = s->free;
+  size_t pages = 0;
+  /* from the top down, so the list runs in address order */
+  for (uint32_t i = nb; i-- > 0;) {
+    size_t lo = (size_t)i * bsize, hi = lo + bsize - 1;
+    bool ph = false;
+    for (size_t j = lo / HAK_OS_PAGE; j <= hi / HAK_OS_PAGE && !ph; j++) ph = dropped(seg, idx, j);
+    if (!ph) continue;
+    hak_block_t* b = (hak_block_t*)(start + lo);
+    hak_block_set_next(b, head);
+    b->cookie = hak_cookie();
+    head = b;
+  }
+  for (unsigned k = 0; k < s->npages; k++) {
+    pages += (size_t)__builtin_popcount(seg->drop[idx + k]);
+    seg->drop[idx + k] = 0;
+  }
+  s->free = head;
+  seg->nphantom[idx] = 0;
+  atomic_fetch_add_explicit(&_hak_stat_scav_readmitted, pages, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&_hak_stat_scav_dropped, pages, memory_order_relaxed);
+  return head != NULL;
+}
+
+/* The slab's pages are freed (heap.c, slab_pages_free): its dropped pages
+ * are free pages like the others now. */
+void _hak_scavenge_forget(hak_segment_t* seg, size_t idx, unsigned npages) {
+  size_t pages = 0;
+  for (unsigned k = 0; k < npages; k++) {
+    pages += (size_t)__builtin_popcount(seg->drop[idx + k]);
+    seg->drop[idx + k] = 0;
+  }
+  seg->nphantom[idx] = 0;
+  if (pages) atomic_fetch_sub_explicit(&_hak_stat_scav_dropped, pages, memory_order_relaxed);
+}
+
+typedef struct {
+  hak_heap_t* h;
+  uint64_t* map;
+  size_t pages;
+} scav_t;
+
+static void scavenge_one(hak_slab_t* s, void* arg) {
+  scav_t* sc = arg;
+  if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FLAGS) return;   /* full, meshed: nothing free, or not ours */
+  if (hak_slab_bump(s, s->carved) < hak_slab_limit(s)) return;   /* fresh room: young, not sparse */
+  if ((size_t)s->used * s->bsize * 2 > hak_slab_limit(s)) return;   /* more than half full */
+  _hak_slab_collect(s);
+  if (s->used == 0) {   /* emptied by remote frees: released whole (its pages serve any class) */
+    _hak_slab_detach(sc->h, s);
+    _hak_slab_release(sc->h, s);
+    return;
+  }
+  sc->pages += scavenge_slab(s, sc->map);
+}
+
+void _hak_scavenge_pass(hak_heap_t* h, bool forced) {
+  static hak_pace_t pace;
+  if (HAK_SECURE || !hak_opt(SCAVENGE) || hak_opt(MESH) || hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF ||
+      h == &_hak_heap_empty)
+    return;
+  if (!forced && !_hak_pace_due(&pace)) return;
+  atomic_fetch_add_explicit(&_hak_stat_scav_passes, 1, memory_order_relaxed);
+  uint64_t map[SCAV_MAX_BLOCKS / 64];
+  scav_t sc = {h, map, 0};
+  for (size_t cls = 0; cls < HAK_NCLASSES; cls++) _hak_heap_foreach_slab(h, cls, scavenge_one, &sc);
+  if (sc.pages) {
+    atomic_fetch_add_explicit(&_hak_stat_scav_pages, sc.pages, memory_order_relaxed);
+    atomic_fetch_add_explicit(&_hak_stat_scav_dropped, sc.pages, memory_order_relaxed);
+  }
+  _hak_pace_found(&pace, sc.pages != 0);
+}
