@@ -47,6 +47,12 @@ hak_inline uint8_t* slab_start(const hak_slab_t* s) {
   return (uint8_t*)slab_segment(s) + (slab_index(s) << HAK_PAGE_SHIFT);
 }
 
+/* used == 0: no block out, unless a block scavenging took off the free list
+ * was freed again (scavenge.c, _hak_scavenge_verify: reported, counted back) */
+hak_inline bool slab_is_empty(hak_slab_t* s) {
+  return s->used == 0 && (HAK_SECURE || slab_segment(s)->nphantom[slab_index(s)] == 0 || _hak_scavenge_verify(s));
+}
+
 static void list_remove(hak_slab_t** head, hak_slab_t* s) {
   if (s->prev) s->prev->next = s->next;
   else *head = s->next;
@@ -290,7 +296,7 @@ static void heap_collect_remote(hak_heap_t* h) {
          * a slab that sat on the class list and emptied is released */
         if (xo & HAK_OWNER_FULL) {
           slab_unfull(h, s);
-        } else if (s->used == 0) {
+        } else if (slab_is_empty(s)) {
           /* the segment's last slab: releasing it frees the segment (maybe
            * unmapped), so its remaining bits, all stale then, are not read */
           bool last = seg->used_pages == s->npages;
@@ -320,7 +326,7 @@ bool _hak_abandoned_collect(hak_segment_t* seg) {
       slab_look_again(s, NULL);
       continue;
     }
-    if (s->used != 0) continue;
+    if (!slab_is_empty(s)) continue;
     stat_reclaimed(s);
     empty = slab_pages_free(s);
   }
@@ -365,7 +371,7 @@ static bool slab_pages_free(hak_slab_t* s) {
   size_t idx = slab_index(s);
   unsigned n = s->npages;
   if (seg->mesh_pages & ((uint64_t)1 << idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
-  if (seg->nphantom[idx] != 0) _hak_scavenge_forget(seg, idx, n);
+  if (seg->nphantom[idx] != 0) _hak_scavenge_forget(s);
   for (unsigned i = 0; i < n; i++) {
     hak_slab_t* t = &seg->slabs[idx + i];
     hak_store_relaxed(&t->xowner, HAK_OWNER_UNUSED);
@@ -668,7 +674,9 @@ static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
 static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t xo) {
   if (!HAK_SECURE && b->cookie == hak_cookie()) {   /* secure: the trailer decides, below */
     slab_collect(s);
-    if (slab_free_list_contains(s, b)) {
+    /* (a phantom keeps a stale cookie when its first words lie on a page
+     * scavenging did not give back: scavenge.c) */
+    if (slab_free_list_contains(s, b) || _hak_scavenge_is_phantom(s, b)) {
       _hak_double_free("free", b, s->bsize);
       return;
     }
@@ -813,7 +821,7 @@ static bool slab_retire(hak_heap_t* h, hak_slab_t* s) {
 /* The last block of a slab came back (a local free).  Out of line: inlined
  * into the free fast path, it made every free save and restore a register. */
 hak_noinline void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
-  if (slab_retire(h, s)) _hak_heap_release_tick(h);
+  if (slab_is_empty(s) && slab_retire(h, s)) _hak_heap_release_tick(h);
 }
 
 /* ---------------------------------------------------------------- queries */
@@ -983,7 +991,7 @@ void _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg) {
 /* ---------------------------------------------------------------- abandon / adopt */
 static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
   slab_collect(s);
-  if (s->used == 0) {
+  if (slab_is_empty(s)) {
     slab_release(h, s);
     return;
   }
@@ -1044,7 +1052,7 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
     atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
     s->next = s->prev = NULL;
     if (!slab_collect(s)) slab_look_again(s, h);
-    if (s->used == 0) {
+    if (slab_is_empty(s)) {
       slab_release(h, s);
       continue;
     }
@@ -1074,7 +1082,7 @@ void _hak_collect_heap(hak_heap_t* h) {
     while (s) {
       hak_slab_t* next = s->next;
       slab_collect(s);
-      if (s->used == 0) {
+      if (slab_is_empty(s)) {
         avail_remove(h, s);
         slab_release(h, s);
       }

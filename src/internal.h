@@ -358,7 +358,9 @@ extern _Atomic(size_t) _hak_mesh_entries;
 /* scavenge.c: the free 4 KiB pages of sparse slabs given back (HAKMEM_SCAVENGE) */
 void  _hak_scavenge_pass(hak_heap_t* h, bool forced);
 bool  _hak_scavenge_readmit(hak_slab_t* s);
-void  _hak_scavenge_forget(hak_segment_t* seg, size_t idx, unsigned npages);
+void  _hak_scavenge_forget(hak_slab_t* s);
+bool  _hak_scavenge_is_phantom(const hak_slab_t* s, const void* b);
+bool  _hak_scavenge_verify(hak_slab_t* s);
 extern _Atomic(uint64_t) _hak_stat_scav_passes, _hak_stat_scav_pages, _hak_stat_scav_readmitted;
 extern _Atomic(size_t) _hak_stat_scav_dropped;
 

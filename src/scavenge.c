@@ -33,6 +33,8 @@
  * carved block off the free list as live). */
 #include "internal.h"
 
+#include <sys/mman.h>
+
 
 #define SCAV_MAX_BLOCKS (HAK_PAGE_SIZE / 16)   /* the most blocks a slab holds (16-byte blocks, one page) */
 
@@ -46,6 +48,18 @@ hak_inline uint8_t* slab_base(const hak_slab_t* s) {
 #define OS_PER_PAGE (HAK_PAGE_SIZE / HAK_OS_PAGE)   /* 16 */
 hak_inline bool dropped(const hak_segment_t* seg, size_t idx, size_t j) {
   return (seg->drop[idx + j / OS_PER_PAGE] >> (j % OS_PER_PAGE)) & 1;
+}
+
+/* Does block b of s (an owned slab) overlap a page given back? */
+hak_inline bool block_dropped(const hak_segment_t* seg, size_t idx, size_t lo, uint32_t bsize) {
+  for (size_t j = lo / HAK_OS_PAGE; j <= (lo + bsize - 1) / HAK_OS_PAGE; j++)
+    if (dropped(seg, idx, j)) return true;
+  return false;
+}
+bool _hak_scavenge_is_phantom(const hak_slab_t* s, const void* b) {
+  const hak_segment_t* seg = hak_segment_of(s);
+  size_t idx = slab_idx(s);
+  return seg->nphantom[idx] != 0 && block_dropped(seg, idx, (size_t)((const uint8_t*)b - slab_base(s)), s->bsize);
 }
 
 /* The free blocks of s (its free list, after its remote frees) in map;
@@ -124,7 +138,9 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
     /* an advised half of the segment is advised no more, or khugepaged
      * would fill the pages back in (thp.c) */
     if (seg->thp & 3) _hak_thp_demote(seg, (unsigned)idx, s->npages);
-    _hak_decommit(start + j * HAK_OS_PAGE, (k - j) * HAK_OS_PAGE);
+    /* DONTNEED (not the release policy's MADV_FREE option): the pages must
+     * read as zeros from now on, which the checks below rely on */
+    _hak_os_advise(start + j * HAK_OS_PAGE, (k - j) * HAK_OS_PAGE, MADV_DONTNEED);
     n += k - j;
     j = k;
   }
@@ -143,11 +159,17 @@ bool _hak_scavenge_readmit(hak_slab_t* s) {
   size_t pages = 0;
   /* from the top down, so the list runs in address order */
   for (uint32_t i = nb; i-- > 0;) {
-    size_t lo = (size_t)i * bsize, hi = lo + bsize - 1;
-    bool ph = false;
-    for (size_t j = lo / HAK_OS_PAGE; j <= hi / HAK_OS_PAGE && !ph; j++) ph = dropped(seg, idx, j);
-    if (!ph) continue;
+    size_t lo = (size_t)i * bsize;
+    if (!block_dropped(seg, idx, lo, bsize)) continue;
     hak_block_t* b = (hak_block_t*)(start + lo);
+    /* A phantom whose first words lie on a given-back page reads zeros
+     * unless something wrote it since: a double free of it (the free cookie
+     * was gone with the page, so free took it, and malloc may have handed
+     * it out again) or a write after free.  Then it is not linked. */
+    if (dropped(seg, idx, lo / HAK_OS_PAGE) && (b->next != NULL || b->cookie != 0)) {
+      _hak_double_free("malloc", b, bsize);
+      continue;
+    }
     hak_block_set_next(b, head);
     b->cookie = hak_cookie();
     head = b;
@@ -163,9 +185,53 @@ bool _hak_scavenge_readmit(hak_slab_t* s) {
   return head != NULL;
 }
 
+/* A slab with phantoms whose `used` reached 0 (heap.c, slab_empty): is it
+ * empty?  Not when a phantom was freed again after its page was given back:
+ * its cookie went with the page, so free took it and counted it, and the
+ * slab would be released under a live block.  Such a phantom is on the free
+ * list (unlinked here), or it was handed out again and written (its first
+ * words no longer read as zeros).  Each is reported, and counted back in
+ * `used` (under HAKMEM_INVALID_FREE=warn or ignore the program goes on with
+ * the slab kept).  The walk is bounded by the slab's blocks; reading a
+ * given-back page maps the zero page, no memory. */
+bool _hak_scavenge_verify(hak_slab_t* s) {
+  hak_segment_t* seg = hak_segment_of(s);
+  size_t idx = slab_idx(s);
+  uint8_t* start = slab_base(s);
+  uint32_t bsize = s->bsize, nb = hak_slab_limit(s) / bsize, n = 0;
+  hak_block_t* prev = NULL;
+  for (hak_block_t* b = s->free; b != NULL && n++ <= nb;) {
+    hak_block_t* next = hak_block_next(b);
+    if (block_dropped(seg, idx, (size_t)((uint8_t*)b - start), bsize)) {
+      _hak_double_free("free", b, bsize);
+      if (prev != NULL) hak_block_set_next(prev, next);
+      else s->free = next;
+      b->next = NULL;   /* (zero again, as the readmission expects) */
+      b->cookie = 0;
+      s->used++;
+    } else {
+      prev = b;
+    }
+    b = next;
+  }
+  for (uint32_t i = 0; i < nb; i++) {
+    size_t lo = (size_t)i * bsize;
+    if (!dropped(seg, idx, lo / HAK_OS_PAGE)) continue;
+    hak_block_t* b = (hak_block_t*)(start + lo);
+    if (b->next != NULL || b->cookie != 0) {
+      _hak_double_free("free", b, bsize);
+      s->used++;
+    }
+  }
+  return s->used == 0;
+}
+
 /* The slab's pages are freed (heap.c, slab_pages_free): its dropped pages
  * are free pages like the others now. */
-void _hak_scavenge_forget(hak_segment_t* seg, size_t idx, unsigned npages) {
+void _hak_scavenge_forget(hak_slab_t* s) {
+  hak_segment_t* seg = hak_segment_of(s);
+  size_t idx = slab_idx(s);
+  unsigned npages = s->npages;
   size_t pages = 0;
   for (unsigned k = 0; k < npages; k++) {
     pages += (size_t)__builtin_popcount(seg->drop[idx + k]);
@@ -187,7 +253,8 @@ static void scavenge_one(hak_slab_t* s, void* arg) {
   if (hak_slab_bump(s, s->carved) < hak_slab_limit(s)) return;   /* fresh room: young, not sparse */
   if ((size_t)s->used * s->bsize * 2 > hak_slab_limit(s)) return;   /* more than half full */
   _hak_slab_collect(s);
-  if (s->used == 0) {   /* emptied by remote frees: released whole (its pages serve any class) */
+  if (s->used == 0 && (hak_segment_of(s)->nphantom[slab_idx(s)] == 0 || _hak_scavenge_verify(s))) {
+    /* emptied by remote frees: released whole (its pages serve any class) */
     _hak_slab_detach(sc->h, s);
     _hak_slab_release(sc->h, s);
     return;

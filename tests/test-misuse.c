@@ -76,6 +76,27 @@ int main(int argc, char** argv) {
     double_free(20 * 1024);
   } else if (strcmp(mode, "double-free-large") == 0) {
     double_free(4 * 1024 * 1024);
+  } else if (strcmp(mode, "double-free-scavenged") == 0) {
+    /* a freed block whose page scavenging gave back (src/scavenge.c): its
+     * free cookie went with the page, so the second free is taken; it must
+     * be caught before its slab is released under the block still live */
+    enum { N = 16 * 8 };
+    static char* v[N];
+    for (int i = 0; i < N; i++) v[i] = (char*)t_malloc(4000);   /* 4 KiB blocks: 16 to a slab */
+    for (int i = 0; i < N; i++)
+      if (i % 16 != 0) t_free(v[i]);
+    t_malloc_trim(0);
+    char* victim = NULL;   /* a block whose cookie word reads zero now: its page was given back */
+    for (int i = N - 1; i >= 0 && victim == NULL; i--)
+      if (i % 16 != 0 && ((volatile uint64_t*)v[i])[1] == 0) victim = v[i];
+    if (victim == NULL) {
+      announce(v[1]);   /* not hakmem, or no scavenging: an ordinary double free */
+      victim = v[1];
+    } else {
+      announce(victim);
+    }
+    t_free(ht_opaque_ptr(victim));
+    for (int i = 0; i < N; i += 16) t_free(v[i]);   /* the slabs empty */
   } else if (strcmp(mode, "double-free-small-later") == 0) {
     double_free_later(48);
   } else if (strcmp(mode, "double-free-medium-later") == 0) {
@@ -164,7 +185,7 @@ int main(int argc, char** argv) {
   } else {
     fprintf(stderr, "usage: test-misuse double-free-small|double-free-medium|double-free-large|"
                     "double-free-small-later|double-free-medium-later|double-free-cross-thread|"
-                    "double-free-remote-first|free-interior-medium|free-interior-large|"
+                    "double-free-remote-first|double-free-scavenged|free-interior-medium|free-interior-large|"
                     "free-before-block|free-segment-base|free-stack|free-static|free-interior|realloc-invalid|"
                     "usable-freed|usable-interior|usable-uncarved|realloc-freed|realloc-interior\n");
     return 2;

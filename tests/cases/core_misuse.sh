@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Detected misuse: double free (small, medium, large; at the head of the
-# free list and later; across threads), free of a stack, static or interior
+# free list and later; across threads; of a block whose page scavenging gave
+# back), free of a stack, static or interior
 # pointer (small, medium, large block; before a block; hakmem's own
 # metadata), realloc of an invalid pointer; malloc_usable_size of a freed,
 # interior or never-carved block, realloc of a freed or interior pointer.  Each must die by SIGABRT after exactly one stderr
@@ -20,6 +21,7 @@ declare -A want=(
   [double-free-medium-later]='double free'
   [double-free-cross-thread]='double free'
   [double-free-remote-first]='double free'
+  [double-free-scavenged]='double free'
   [free-interior-medium]='invalid pointer'
   [free-interior-large]='invalid pointer'
   [free-before-block]='invalid pointer'
@@ -35,7 +37,7 @@ declare -A want=(
   [realloc-interior]='invalid pointer'
 )
 modes=(double-free-small double-free-medium double-free-large double-free-small-later
-       double-free-medium-later double-free-cross-thread double-free-remote-first
+       double-free-medium-later double-free-cross-thread double-free-remote-first double-free-scavenged
        free-stack free-static free-interior free-interior-medium free-interior-large
        free-before-block free-segment-base realloc-invalid
        usable-freed usable-interior usable-uncarved realloc-freed realloc-interior)
