@@ -209,7 +209,8 @@ static bool slab_refill(hak_slab_t* s) {
   slab_collect(s);
   if (s->free) return true;
   if (slab_extend(s)) return true;
-  return !HAK_SECURE && _hak_scavenge_readmit(s);   /* blocks on pages scavenging gave back */
+  /* blocks on pages scavenging gave back */
+  return !HAK_SECURE && slab_segment(s)->nphantom[slab_index(s)] != 0 && _hak_scavenge_readmit(s);
 }
 
 static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
