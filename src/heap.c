@@ -441,7 +441,7 @@ static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
     /* compaction first, paced in mesh.c and scavenge.c (one or the other) */
     if (hak_opt(MESH)) _hak_mesh_pass(h, false);
     else _hak_scavenge_pass(h, false);
-    seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, heap_seg_bytes(h));
+    seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, heap_seg_bytes(h), _hak_class_size[cls]);
     if (seg == NULL) return NULL;
     seg->heap = h;
     h->no_resident = 0;   /* a cached segment keeps its resident pages */

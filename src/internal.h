@@ -366,7 +366,8 @@ extern _Atomic(size_t) _hak_stat_scav_dropped;
 
 /* segment.c */
 /* thp_hint: small, the bytes of segments the heap holds; large, the block size (thp.c) */
-hak_segment_t* _hak_segment_alloc(size_t map_size, size_t align_off_min, hak_seg_kind_t kind, size_t thp_hint);
+hak_segment_t* _hak_segment_alloc(size_t map_size, size_t align_off_min, hak_seg_kind_t kind, size_t thp_hint,
+                                  uint32_t first_bsize /* small: the block size of the slab it is mapped for */);
 void  _hak_segment_free(hak_segment_t* seg);
 void  _hak_segment_unmap(hak_segment_t* seg);
 /* Slab pages of a fresh small segment: all but page 0 (the header) and, in
@@ -527,9 +528,10 @@ void* _hak_os_map_aligned(size_t size, size_t align, void* hint);
 bool  _hak_os_unmap(void* p, size_t size);
 bool  _hak_os_advise(void* p, size_t size, int advice);
 /* thp.c */
-void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint);
+void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint, uint32_t first_bsize);
 bool _hak_thp_exact(size_t end);
 #define HAK_THP_SECOND_OPEN 4   /* seg->thp: the second half's advice waits for its first slab */
+#define HAK_THP_FIRST_OPEN 8    /* seg->thp: the first half's advice waits for a slab of blocks of at most a page */
 void _hak_thp_slab(hak_segment_t* seg, size_t idx, unsigned n, uint32_t bsize);
 void _hak_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n);
 void* _hak_os_remap(void* old, size_t old_size, size_t new_size, int flags, void* new_addr);

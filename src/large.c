@@ -197,13 +197,13 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   if (seg == NULL) {
     size_t map = off == HAK_LARGE_HDR && !_hak_thp_exact(off + size) ? _hak_bigcache_map_size(need) : need;
     _hak_os_reserve = true;   /* user-sized: subject to the overcommit policy */
-    seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE, size);
-    if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, size);
+    seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE, size, 0);
+    if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, size, 0);
     if (seg == NULL) {
       /* out of address space or memory: give back what is cached and retry once */
       _hak_bigcache_expire(0);
       _hak_batch_flush();
-      seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, size);
+      seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, size, 0);
       if (seg == NULL) {
         _hak_os_reserve = false;
         errno = ENOMEM;

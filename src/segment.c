@@ -37,7 +37,8 @@ static hak_segment_t* seg_map_new(size_t map_size) {
   return seg;
 }
 
-hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kind_t kind, size_t thp_hint) {
+hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kind_t kind, size_t thp_hint,
+                                  uint32_t first_bsize) {
   hak_segment_t* seg = NULL;
   if (kind == HAK_SEG_SMALL && hak_load_relaxed(&_hak_seg_cached) > 0) {
     pthread_mutex_lock(&seg_lock);
@@ -51,7 +52,7 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
   if (seg == NULL) {
     seg = seg_map_new(map_size);
     if (seg == NULL) return NULL;
-    _hak_thp_fresh(seg, map_size, kind, large_off, thp_hint);
+    _hak_thp_fresh(seg, map_size, kind, large_off, thp_hint, first_bsize);
     if (kind == HAK_SEG_SMALL) atomic_fetch_add_explicit(&_hak_seg_small, 1, memory_order_relaxed);
     if (HAK_SECURE && kind == HAK_SEG_SMALL) _hak_secure_segment_guards(seg);
     _hak_segmap_set(seg, true);

@@ -14,7 +14,10 @@
  *   it, when it will likely be filled (thp_big: the heap taking it is big,
  *   or the process's slabs are big and dense); a small heap (a thread that
  *   allocates a little, the start of a process) keeps 4 KiB pages, so a
- *   thousand small threads do not each commit 2 MiB;
+ *   thousand small threads do not each commit 2 MiB; each half of it only
+ *   once it holds a slab of blocks of at most a page (the first half at once
+ *   when the segment is mapped for such a slab), since a huge page commits
+ *   the untouched ends of blocks that span pages;
  * - the first decommit in an advised half of a segment advises that half
  *   MADV_NOHUGEPAGE (segment->thp keeps which halves are advised): memory
  *   the release policy gave back stays given back, khugepaged leaves it;
@@ -94,7 +97,8 @@ bool _hak_thp_exact(size_t end) { return hak_opt(THP) == HAK_THP_AUTO && end >= 
  * range around it in 4 KiB pages for good).  Small segment: `hint` is the
  * bytes of segments the taking heap already holds; large: the block is
  * [seg + off, seg + off + hint). */
-void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint) {
+void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint,
+                    uint32_t first_bsize) {
   long long mode = hak_opt(THP);
   uint8_t halves = 0;
   /* (no write to seg before the advice: a fresh mapping reads zero) */
@@ -115,10 +119,19 @@ void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, si
       halves = 1;
     }
   } else if (thp_big(hint)) {
-    /* the first half now (the header touches it); the second when its first
-     * slab comes (_hak_thp_slab): not for blocks that span pages */
-    thp_advise(seg, THP_HALF, true);
-    halves = 1 | HAK_THP_SECOND_OPEN;
+    /* the first half now (the header touches it) when the slab the segment
+     * is mapped for holds blocks of at most a page; the second when its
+     * first slab comes (_hak_thp_slab): not for blocks that span pages.  A
+     * segment mapped for such blocks (a heap growing with medium blocks)
+     * waits for a slab of small blocks in its first half too: its header
+     * page is then in 4 KiB pages, which khugepaged may collapse later */
+    if (first_bsize <= HAK_OS_PAGE) {
+      thp_advise(seg, THP_HALF, true);
+      halves = 1 | HAK_THP_SECOND_OPEN;
+    } else {
+      if (thp_system_always()) thp_advise(seg, THP_HALF, false);
+      halves = HAK_THP_FIRST_OPEN | HAK_THP_SECOND_OPEN;
+    }
   } else if (thp_system_always()) {
     thp_advise(seg, map_size, false);
   }
@@ -144,6 +157,11 @@ void _hak_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n) {
  * classes) often leave pages of their ends untouched (a 20 KiB request in a
  * 24 KiB block), which a huge page would commit (fragment: 26 MB of 280). */
 void _hak_thp_slab(hak_segment_t* seg, size_t idx, unsigned n, uint32_t bsize) {
+  if ((seg->thp & HAK_THP_FIRST_OPEN) && idx < HAK_PAGES_PER_SEG / 2 && bsize <= HAK_OS_PAGE) {
+    seg->thp &= (uint8_t)~HAK_THP_FIRST_OPEN;
+    thp_advise(seg, THP_HALF, true);
+    seg->thp |= 1;
+  }
   if (!(seg->thp & HAK_THP_SECOND_OPEN) || idx + n <= HAK_PAGES_PER_SEG / 2) return;
   seg->thp &= (uint8_t)~HAK_THP_SECOND_OPEN;
   if (bsize <= HAK_OS_PAGE) {

@@ -25,7 +25,7 @@ static uint64_t* zero_bits(hak_segment_t* seg) { return (uint64_t*)((uint8_t*)se
 void* _hak_zero_alloc(void) {
   pthread_mutex_lock(&zero_lock);
   if (zero_seg == NULL || zero_live == ZERO_SLOTS) {
-    hak_segment_t* seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, (hak_seg_kind_t)HAK_SEG_ZERO, 0);
+    hak_segment_t* seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, (hak_seg_kind_t)HAK_SEG_ZERO, 0, 0);
     if (seg == NULL || !_hak_os_protect((uint8_t*)seg + ZERO_FIRST, HAK_SEG_SIZE - ZERO_FIRST, PROT_NONE)) {
       pthread_mutex_unlock(&zero_lock);
       return NULL;   /* (a segment that could not be protected stays unused) */
