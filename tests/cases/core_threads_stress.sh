@@ -13,5 +13,6 @@ run "stress, asan library, 4 threads x 4 rounds" env HT_INTROSPECT_EVERY=1000 $T
 run "moves, asan library, 4 threads" env HT_MOVES_ITERS=300 $T/test-threads-asan moves 4
 run "scavenge: sparse slabs' free pages given back while other threads free, release" $T/test-threads-release scavenge 4
 run "scavenge, debug library" $T/test-threads-debug scavenge 2
+run "scavenge, asan library" $T/test-threads-asan scavenge 2
 run "join: remote frees joined to the owner's own free list, release" $T/test-threads-release join
 run "join, debug library" $T/test-threads-debug join
