@@ -14,7 +14,7 @@
 #   bench/redis_frag.sh [ALLOC ...]   ALLOC: glibc hakmem hakmem-mesh jemalloc mimalloc tcmalloc
 # Environment: KEYS, ROUNDS (interleaved repeats, default 1), SO (libhakmem.so), REFILL_KEYS
 # Output: one line per phase: "alloc round phase used_kb rss_kb pss_kb keys"
-# (and hakmem-mesh's "mesh:" statistics line).
+# (and hakmem's "small:", "scavenge:" and, with meshing, "mesh:" statistics lines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KEYS=${KEYS:-1000000}
@@ -97,6 +97,6 @@ for r in $(seq "$ROUNDS"); do
     redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
     wait "$pid" 2>/dev/null || true
     pid=""
-    grep '^mesh:' "$tmp/server.log" | sed "s/^/$a $r /" || true
+    grep -E "^(mesh|scavenge|small):" "$tmp/server.log" | sed "s/^/$a $r /" || true
   done
 done
