@@ -650,8 +650,24 @@ static void* scavenge_thread(void* arg) {
       v[i] = NULL;
     }
     t_malloc_trim(0);   /* a forced pass while the others' frees arrive */
-    for (int i = 0; i < N; i++)
-      if (v[i] != NULL && check_items(v[i], "scavenge: survivor after the pass") == 0) v[i] = NULL;
+    for (int i = 0; i < N; i++) {
+      if (v[i] == NULL) continue;
+      if (check_items(v[i], "scavenge: survivor after the pass") == 0) {
+        v[i] = NULL;
+      } else if (ht_below(&r, 8) == 0) {   /* a survivor in a scavenged slab grows or shrinks */
+        uint64_t* q = (uint64_t*)t_realloc(v[i], (64 + ht_below(&r, 449)) * 8);
+        if (q == NULL) { fail("scavenge: realloc failed"); abort(); }
+        uint64_t oc = (uint64_t)(uintptr_t)v[i] ^ COOKIE, nc = (uint64_t)(uintptr_t)q ^ COOKIE;
+        for (size_t k = 0; k < 64; k++) {
+          if ((q[k] ^ oc) != 64 - k) {
+            fail("scavenge: realloc of %p lost word %zu", (void*)v[i], k);
+            break;
+          }
+          q[k] = (64 - k) ^ nc;
+        }
+        v[i] = q;
+      }
+    }
     for (int i = 0; i < N; i++)   /* fill again: the slabs take their phantoms back */
       if (v[i] == NULL) {
         uint64_t* p = (uint64_t*)t_malloc((64 + ht_below(&r, 449)) * 8);
@@ -680,10 +696,33 @@ static void* scavenge_thread(void* arg) {
 
 static int run_scavenge(int threads) {
   printf("scavenge: %d threads fill blocks of 512 B - 4 KiB, free 90 %% (a quarter through other threads), "
-         "malloc_trim, check, fill again, 3 rounds\n", threads);
+         "malloc_trim, check (realloc some), fill again, 3 rounds; 20 forks meanwhile\n", threads);
   pthread_t th[16];
   if (threads > 16) threads = 16;
   for (int t = 0; t < threads; t++) pthread_create(&th[t], NULL, scavenge_thread, (void*)(uintptr_t)(t + 1));
+  /* fork while they scavenge: each child allocates, checks and frees blocks
+   * the parent's threads left in the transfer slots, and exits 0 */
+  for (int f = 0; f < 20; f++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      alarm(10);
+      ht_rng_t r = {(uint64_t)f + 99};
+      for (int i = 0; i < 2000; i++) t_free(t_malloc(16 + ht_below(&r, 4000)));
+      long bad = 0;
+      for (int i = 0; i < 4096; i += 7) {
+        uint64_t* got = atomic_load(&scav_transfer[i]);
+        if (got == NULL) continue;
+        if (check_items(got, "scavenge: a block in the fork child") == 0) bad++;
+        else t_free(got);   /* (the child's copy: a block of a heap whose thread is not in the child) */
+      }
+      t_malloc_trim(0);
+      _exit(bad || atomic_load(&failures) ? 1 : 0);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      fail("scavenge: fork child %d failed (status %#x)", f, st);
+    usleep(2000);
+  }
   for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
   for (int i = 0; i < 4096; i++) {
     uint64_t* got = atomic_exchange(&scav_transfer[i], NULL);
