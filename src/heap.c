@@ -944,6 +944,7 @@ static void heap_reset(hak_heap_t* h) {
   h->full = NULL;
   h->segs = h->segs_full = NULL;
   h->next_release_ms = 0;
+  h->scav_next_ms = h->scav_gap_ms = 0;
   h->no_resident = 0;
   hak_store_relaxed(&h->xremote_hint, 0);
 }

@@ -289,6 +289,8 @@ typedef struct hak_heap_s {
   struct hak_heap_s* next_all;       /* registry of all heaps (fork, stats) */
   struct hak_heap_s* next_free;      /* heap pool */
   uint64_t next_release_ms;          /* release policy: next periodic check */
+  uint64_t scav_next_ms;             /* scavenge.c: the next pass on the release tick ... */
+  uint64_t scav_gap_ms;              /* ... and the gap after it (longer while passes find nothing) */
   uint32_t in_use;
   uint32_t no_resident;              /* no segment of this heap has a resident free page (heap.c, slab_new) */
   uint64_t refills;                  /* mallocs that found the current slab without a free block
@@ -357,6 +359,7 @@ extern _Atomic(size_t) _hak_mesh_entries;
 
 /* scavenge.c: the free 4 KiB pages of sparse slabs given back (HAKMEM_SCAVENGE) */
 void  _hak_scavenge_pass(hak_heap_t* h, bool forced);
+void  _hak_scavenge_tick(hak_heap_t* h, uint64_t now, uint64_t delay);
 bool  _hak_scavenge_readmit(hak_slab_t* s);
 void  _hak_scavenge_forget(hak_slab_t* s);
 bool  _hak_scavenge_is_phantom(const hak_slab_t* s, const void* b);

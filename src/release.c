@@ -238,6 +238,7 @@ void _hak_heap_release_tick(hak_heap_t* h) {
     else if (seg->dirty_pages | seg->dirty_old) _hak_segment_age(seg, now, delay);
   }
   _hak_segment_cache_decommit(force ? 0 : delay, now);
+  _hak_scavenge_tick(h, now, delay);
   uint64_t age = (uint64_t)hak_opt(BIGCACHE_AGE_MS);
   if (age) _hak_bigcache_expire(age);
 }

@@ -267,12 +267,13 @@ static void scavenge_one(hak_slab_t* s, void* arg) {
   sc->pages += scavenge_slab(s, sc->map);
 }
 
-void _hak_scavenge_pass(hak_heap_t* h, bool forced) {
-  static hak_pace_t pace;
-  if (HAK_SECURE || !hak_opt(SCAVENGE) || hak_opt(MESH) || hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF ||
-      h == &_hak_heap_empty)
-    return;
-  if (!forced && !_hak_pace_due(&pace)) return;
+hak_inline bool scavenge_on(const hak_heap_t* h) {
+  return !HAK_SECURE && hak_opt(SCAVENGE) && !hak_opt(MESH) && hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF &&
+         h != &_hak_heap_empty;
+}
+
+/* One pass over the heap's slabs; the pages given back. */
+static size_t scavenge_heap(hak_heap_t* h) {
   atomic_fetch_add_explicit(&_hak_stat_scav_passes, 1, memory_order_relaxed);
   uint64_t map[SCAV_MAX_BLOCKS / 64];
   scav_t sc = {h, map, 0};
@@ -281,5 +282,36 @@ void _hak_scavenge_pass(hak_heap_t* h, bool forced) {
     atomic_fetch_add_explicit(&_hak_stat_scav_pages, sc.pages, memory_order_relaxed);
     atomic_fetch_add_explicit(&_hak_stat_scav_dropped, sc.pages, memory_order_relaxed);
   }
-  _hak_pace_found(&pace, sc.pages != 0);
+  return sc.pages;
+}
+
+/* Before a heap maps a new segment (paced, process-wide) and in
+ * malloc_trim/hak_collect (forced). */
+void _hak_scavenge_pass(hak_heap_t* h, bool forced) {
+  static hak_pace_t pace;
+  if (!scavenge_on(h) || (!forced && !_hak_pace_due(&pace))) return;
+  _hak_pace_found(&pace, scavenge_heap(h) != 0);
+}
+
+/* On the heap's release tick (release.c): a program that frees scattered
+ * blocks and does not grow again maps no segment, so without this its
+ * sparse slabs kept their pages until malloc_trim.  At most once per
+ * decommit delay (at least SCAV_TICK_MS), and, while passes find nothing,
+ * twice as seldom each time up to SCAV_IDLE_MS: a steady state that keeps
+ * sparse slabs pays one walk of its slabs per 10 s.  Pages given back here
+ * were free at the pass; one freed a moment earlier may be taken back soon
+ * (a fault), at most once per delay. */
+#define SCAV_TICK_MS 100
+#define SCAV_IDLE_MS 10000
+void _hak_scavenge_tick(hak_heap_t* h, uint64_t now, uint64_t delay) {
+  if (now < h->scav_next_ms || !scavenge_on(h)) return;
+  uint64_t base = delay > SCAV_TICK_MS ? delay : SCAV_TICK_MS;
+  if (h->scav_next_ms == 0) {   /* the heap's first tick starts its clock: a short thread never pays a pass */
+    h->scav_gap_ms = base;
+    h->scav_next_ms = now + base;
+    return;
+  }
+  uint64_t gap = scavenge_heap(h) ? base : 2 * (h->scav_gap_ms > base ? h->scav_gap_ms : base);
+  h->scav_gap_ms = gap < SCAV_IDLE_MS ? gap : SCAV_IDLE_MS;
+  h->scav_next_ms = now + h->scav_gap_ms;
 }
