@@ -77,7 +77,7 @@ static void secure_free(void* p, const char* op) {
     hak_slab_t* s = page_slab(p);
     if (hak_load_acquire(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
     uintptr_t xo = hak_load_acquire(&s->xowner);
-    size_t off = (uintptr_t)p - (uintptr_t)slab_start(s);
+    size_t off = (uintptr_t)p - (uintptr_t)hak_slab_start(s);
     if (xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL &&
         hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
       void* b = _hak_secure_quarantine(s, p, off, op);
@@ -143,7 +143,7 @@ static bool secure_request(hak_segment_t* seg, const void* p, size_t* req) {
   if (hak_load_relaxed(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
   uintptr_t xo = hak_load_relaxed(&s->xowner);
   if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return false;
-  if (!hak_is_carved_block(s, (uintptr_t)p - (uintptr_t)slab_start(s), __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))
+  if (!hak_is_carved_block(s, (uintptr_t)p - (uintptr_t)hak_slab_start(s), __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))
     return false;
   return _hak_secure_state(s, p, req) == HAK_SEC_LIVE;
 }

@@ -42,16 +42,6 @@ const uint8_t _hak_class_small[HAK_SMALL_FAST_MAX / 16 + 1] = {
 
 /* ---------------------------------------------------------------- slab helpers */
 hak_inline hak_segment_t* slab_segment(const hak_slab_t* s) { return hak_segment_of(s); }
-hak_inline size_t slab_index(const hak_slab_t* s) { return (size_t)(s - slab_segment(s)->slabs); }
-hak_inline uint8_t* slab_start(const hak_slab_t* s) {
-  return (uint8_t*)slab_segment(s) + (slab_index(s) << HAK_PAGE_SHIFT);
-}
-
-/* used == 0: no block out, unless a block scavenging took off the free list
- * was freed again (scavenge.c, _hak_scavenge_verify: reported, counted back) */
-hak_inline bool slab_is_empty(hak_slab_t* s) {
-  return s->used == 0 && (HAK_SECURE || slab_segment(s)->nphantom[slab_index(s)] == 0 || _hak_scavenge_verify(s));
-}
 
 static void list_remove(hak_slab_t** head, hak_slab_t* s) {
   if (s->prev) s->prev->next = s->next;
@@ -118,7 +108,7 @@ static hak_noinline hak_noreturn void slab_list_broken(const hak_slab_t* s) {
  * done (the bit it set may be taken already): set its bit again and raise
  * the hint, so that the collector looks again. */
 static void slab_rearm(hak_slab_t* s, hak_heap_t* owner /* NULL: abandoned */) {
-  atomic_fetch_or_explicit(&slab_segment(s)->xremote, (uint64_t)1 << slab_index(s), memory_order_relaxed);
+  atomic_fetch_or_explicit(&slab_segment(s)->xremote, (uint64_t)1 << hak_slab_index(s), memory_order_relaxed);
   if (owner != NULL) hak_store_relaxed(&owner->xremote_hint, 1);
   else hak_store_relaxed(&_hak_abandoned_hint, 1);
 }
@@ -167,7 +157,7 @@ static bool slab_extend(hak_slab_t* s) {
   if (count < 4) count = 4;
   uint32_t left = (limit - bump) / bsize;
   if (count > left) count = left;
-  uint8_t* p = slab_start(s) + bump;
+  uint8_t* p = hak_slab_start(s) + bump;
   /* remote frees read carved to reject never-carved blocks: publish atomically */
   __atomic_store_n(&s->carved, s->carved + count * hak_slab_step(s), __ATOMIC_RELAXED);
   if (HAK_SECURE) {   /* random order, each block filled and marked as if freed */
@@ -210,7 +200,7 @@ static bool slab_refill(hak_slab_t* s) {
   if (s->free) return true;
   if (slab_extend(s)) return true;
   /* blocks on pages scavenging gave back */
-  return !HAK_SECURE && slab_segment(s)->nphantom[slab_index(s)] != 0 && _hak_scavenge_readmit(s);
+  return !HAK_SECURE && slab_segment(s)->nphantom[hak_slab_index(s)] != 0 && _hak_scavenge_readmit(s);
 }
 
 static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
@@ -297,7 +287,7 @@ static void heap_collect_remote(hak_heap_t* h) {
          * a slab that sat on the class list and emptied is released */
         if (xo & HAK_OWNER_FULL) {
           slab_unfull(h, s);
-        } else if (slab_is_empty(s)) {
+        } else if (hak_slab_is_empty(s)) {
           /* the segment's last slab: releasing it frees the segment (maybe
            * unmapped), so its remaining bits, all stale then, are not read */
           bool last = seg->used_pages == s->npages;
@@ -327,7 +317,7 @@ bool _hak_abandoned_collect(hak_segment_t* seg) {
       slab_look_again(s, NULL);
       continue;
     }
-    if (!slab_is_empty(s)) continue;
+    if (!hak_slab_is_empty(s)) continue;
     stat_reclaimed(s);
     empty = slab_pages_free(s);
   }
@@ -369,7 +359,7 @@ static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls)
  * release policy.  True when the segment holds no slab any more. */
 static bool slab_pages_free(hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
-  size_t idx = slab_index(s);
+  size_t idx = hak_slab_index(s);
   unsigned n = s->npages;
   if (seg->mesh_pages & ((uint64_t)1 << idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
   if (seg->nphantom[idx] != 0) _hak_scavenge_forget(s);
@@ -682,7 +672,7 @@ static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t x
       return;
     }
   }
-  if (!hak_is_carved_block(s, (size_t)((uint8_t*)b - slab_start(s)), s->carved)) {
+  if (!hak_is_carved_block(s, (size_t)((uint8_t*)b - hak_slab_start(s)), s->carved)) {
     _hak_invalid_pointer("free", b, "block was never allocated");
     return;
   }
@@ -716,7 +706,7 @@ void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op) {
  * every slab anyway. */
 static void remote_notify(hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
-  uint64_t bit = (uint64_t)1 << slab_index(s);
+  uint64_t bit = (uint64_t)1 << hak_slab_index(s);
   if (hak_load_relaxed(&seg->xremote) & bit) return;   /* set and not yet taken: its setter raises the hint */
   atomic_fetch_or_explicit(&seg->xremote, bit, memory_order_seq_cst);
   uintptr_t xo = atomic_load_explicit(&s->xowner, memory_order_seq_cst);
@@ -729,7 +719,7 @@ static void remote_notify(hak_slab_t* s) {
 }
 
 static void remote_free(hak_slab_t* s, hak_block_t* b) {
-  if (!hak_is_carved_block(s, (size_t)((uint8_t*)b - slab_start(s)), __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
+  if (!hak_is_carved_block(s, (size_t)((uint8_t*)b - hak_slab_start(s)), __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
     _hak_invalid_pointer("free", b, "block was never allocated");
     return;
   }
@@ -822,7 +812,7 @@ static bool slab_retire(hak_heap_t* h, hak_slab_t* s) {
 /* The last block of a slab came back (a local free).  Out of line: inlined
  * into the free fast path, it made every free save and restore a register. */
 hak_noinline void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
-  if (slab_is_empty(s) && slab_retire(h, s)) _hak_heap_release_tick(h);
+  if (hak_slab_is_empty(s) && slab_retire(h, s)) _hak_heap_release_tick(h);
 }
 
 /* ---------------------------------------------------------------- queries */
@@ -883,7 +873,7 @@ bool _hak_is_live_block(const void* p) {
     xo = hak_load_acquire(&s->xowner);
   }
   if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return false;
-  size_t off = (size_t)((const uint8_t*)p - slab_start(s));
+  size_t off = (size_t)((const uint8_t*)p - hak_slab_start(s));
   if (off >= hak_slab_limit(s) || !hak_is_block_start(s, off)) return false;
   if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)hak_heap_get() && !hak_is_carved_block(s, off, s->carved)) return false;
   const hak_block_t* b = p;
@@ -993,7 +983,7 @@ void _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg) {
 /* ---------------------------------------------------------------- abandon / adopt */
 static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
   slab_collect(s);
-  if (slab_is_empty(s)) {
+  if (hak_slab_is_empty(s)) {
     slab_release(h, s);
     return;
   }
@@ -1054,7 +1044,7 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
     atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
     s->next = s->prev = NULL;
     if (!slab_collect(s)) slab_look_again(s, h);
-    if (slab_is_empty(s)) {
+    if (hak_slab_is_empty(s)) {
       slab_release(h, s);
       continue;
     }
@@ -1084,7 +1074,7 @@ void _hak_collect_heap(hak_heap_t* h) {
     while (s) {
       hak_slab_t* next = s->next;
       slab_collect(s);
-      if (slab_is_empty(s)) {
+      if (hak_slab_is_empty(s)) {
         avail_remove(h, s);
         slab_release(h, s);
       }

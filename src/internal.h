@@ -249,6 +249,11 @@ hak_inline uint32_t hak_slab_bump(const hak_slab_t* s, uint32_t carved) { return
 hak_inline hak_segment_t* hak_segment_of(const void* p) {
   return (hak_segment_t*)((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK);
 }
+/* A slab's index in its segment (its first page) and its first byte. */
+hak_inline size_t hak_slab_index(const hak_slab_t* s) { return (size_t)(s - hak_segment_of(s)->slabs); }
+hak_inline uint8_t* hak_slab_start(const hak_slab_t* s) {
+  return (uint8_t*)hak_segment_of(s) + (hak_slab_index(s) << HAK_PAGE_SHIFT);
+}
 
 /* The segment map: one byte per 4 MiB of the 47-bit user address space says
  * "a hakmem segment starts here".  It lets free() reject foreign pointers
@@ -364,6 +369,11 @@ bool  _hak_scavenge_readmit(hak_slab_t* s);
 void  _hak_scavenge_forget(hak_slab_t* s);
 bool  _hak_scavenge_is_phantom(const hak_slab_t* s, const void* b);
 bool  _hak_scavenge_verify(hak_slab_t* s);
+/* used == 0: no block out, unless a block scavenging took off the free list
+ * was freed again (_hak_scavenge_verify: reported, counted back) */
+hak_inline bool hak_slab_is_empty(hak_slab_t* s) {
+  return s->used == 0 && (HAK_SECURE || hak_segment_of(s)->nphantom[hak_slab_index(s)] == 0 || _hak_scavenge_verify(s));
+}
 extern _Atomic(uint64_t) _hak_stat_scav_passes, _hak_stat_scav_pages, _hak_stat_scav_readmitted;
 extern _Atomic(size_t) _hak_stat_scav_dropped;
 

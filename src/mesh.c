@@ -53,14 +53,10 @@ static _Atomic(uint64_t) st_passes, st_meshes, st_roots, st_dissolved, st_unmesh
     st_forks;
 
 /* ---------------------------------------------------------------- geometry */
-hak_inline size_t mslab_idx(const hak_slab_t* s) { return (size_t)(s - hak_segment_of(s)->slabs); }
-hak_inline uint8_t* mslab_start(const hak_slab_t* s) {
-  return (uint8_t*)hak_segment_of(s) + (mslab_idx(s) << HAK_PAGE_SHIFT);
-}
-hak_inline hak_mesh_t* mslab_entry(const hak_slab_t* s) { return hak_segment_of(s)->mesh[mslab_idx(s)]; }
+hak_inline hak_mesh_t* mslab_entry(const hak_slab_t* s) { return hak_segment_of(s)->mesh[hak_slab_index(s)]; }
 hak_inline uint32_t mslab_blocks(const hak_slab_t* s) { return (uint32_t)(HAK_PAGE_SIZE / s->bsize); }
 hak_inline uint32_t mslab_carved(const hak_slab_t* s) { return s->carved / hak_slab_step(s); }
-hak_inline uint64_t page_bit(const hak_slab_t* s) { return (uint64_t)1 << mslab_idx(s); }
+hak_inline uint64_t page_bit(const hak_slab_t* s) { return (uint64_t)1 << hak_slab_index(s); }
 hak_inline bool bit_get(const uint64_t* m, uint32_t i) { return (m[i >> 6] >> (i & 63)) & 1; }
 hak_inline void bit_set(uint64_t* m, uint32_t i) { m[i >> 6] |= (uint64_t)1 << (i & 63); }
 hak_inline void bit_clear(uint64_t* m, uint32_t i) { m[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
@@ -157,8 +153,8 @@ static void signals_block(sigset_t* old) {
 
 static void protect(hak_slab_t* s) {
   atomic_fetch_or_explicit(&hak_segment_of(s)->mesh_prot, page_bit(s), memory_order_seq_cst);
-  if (!_hak_os_protect(mslab_start(s), HAK_PAGE_SIZE, PROT_READ))
-    _hak_fatal("hakmem: mesh: mprotect of %p failed\n", (void*)mslab_start(s));
+  if (!_hak_os_protect(hak_slab_start(s), HAK_PAGE_SIZE, PROT_READ))
+    _hak_fatal("hakmem: mesh: mprotect of %p failed\n", (void*)hak_slab_start(s));
 }
 static void unprotect_bit(hak_slab_t* s) {
   atomic_fetch_and_explicit(&hak_segment_of(s)->mesh_prot, ~page_bit(s), memory_order_release);
@@ -264,7 +260,7 @@ static uint64_t slot_new(void) {
 
 static void seg_mark(hak_slab_t* s, hak_mesh_t* e) {
   hak_segment_t* seg = hak_segment_of(s);
-  seg->mesh[mslab_idx(s)] = e;
+  seg->mesh[hak_slab_index(s)] = e;
   if (e) seg->mesh_pages |= page_bit(s);
   else seg->mesh_pages &= ~page_bit(s);
 }
@@ -284,7 +280,7 @@ static uint32_t live_map(hak_slab_t* s, uint64_t* map) {
   size_t words = (nb + 63) / 64;
   memset(map, 0, words * 8);
   for (uint32_t i = 0; i < nc; i++) bit_set(map, i);
-  uint8_t* start = mslab_start(s);
+  uint8_t* start = hak_slab_start(s);
   for (hak_block_t* b = s->free; b != NULL; b = hak_block_next(b)) bit_clear(map, (uint32_t)(((uint8_t*)b - start) / s->bsize));
   hak_mesh_t* e = mslab_entry(s);
   if (e != NULL && e->root == NULL)
@@ -353,7 +349,7 @@ static hak_mesh_t* promote(hak_slab_t* a, const uint64_t* own) {
     entry_drop(e);
     return NULL;
   }
-  uint8_t* page = mslab_start(a);
+  uint8_t* page = hak_slab_start(a);
   protect(a);
   copy_blocks(scratch, page, own, mslab_blocks(a), a->bsize);
   remap_file(page, mesh_fd, e->off);
@@ -370,13 +366,13 @@ static bool absorb(hak_heap_t* h, hak_mesh_t* ea, hak_slab_t* b, const uint64_t*
   hak_slab_t* a = ea->slab;
   hak_mesh_t* eb = mslab_entry(b);   /* a root without aliases, or NULL */
   if (eb == NULL && (eb = entry_new(b)) == NULL) return false;
-  uint8_t* page = mslab_start(b);
+  uint8_t* page = hak_slab_start(b);
   uint64_t freed = touched_bytes(b);
   protect(b);
-  copy_blocks(mslab_start(a), page, map, mslab_blocks(b), b->bsize);
+  copy_blocks(hak_slab_start(a), page, map, mslab_blocks(b), b->bsize);
   remap_file(page, mesh_fd, ea->off);
   unprotect_bit(b);
-  if (eb->root == NULL && hak_segment_of(b)->mesh[mslab_idx(b)] == eb) {   /* B was a root: its file page goes */
+  if (eb->root == NULL && hak_segment_of(b)->mesh[hak_slab_index(b)] == eb) {   /* B was a root: its file page goes */
     _hak_os_punch(mesh_fd, eb->off, HAK_PAGE_SIZE);
     pthread_mutex_lock(&reg_lock);
     slots[slot_nfree++] = eb->off;
@@ -413,7 +409,7 @@ static void rebuild(hak_mesh_t* ea, const uint64_t* live) {
       size_t lo = (size_t)i * bs, hi = lo + bs - 1;
       for (size_t p = lo / HAK_OS_PAGE; p <= hi / HAK_OS_PAGE; p++) resident |= 1u << p;
     }
-  uint8_t* page = mslab_start(a);
+  uint8_t* page = hak_slab_start(a);
   memset(ea->map, 0, sizeof ea->map);
   ea->nphantom = 0;
   a->free = NULL;
@@ -459,7 +455,7 @@ bool _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* b) {
   uint32_t n = 0;
   if (v != 0) {
     hak_block_t* list = hak_xf_list(atomic_exchange_explicit(&b->xthread_free, 0, memory_order_acquire));
-    uint8_t *bs = mslab_start(b), *as = mslab_start(a);
+    uint8_t *bs = hak_slab_start(b), *as = hak_slab_start(a);
     bool was_full = (hak_load_relaxed(&a->xowner) & HAK_OWNER_FULL) != 0;
     for (hak_block_t *x = list, *next; x != NULL; x = next) {
       next = hak_block_next(x);
@@ -478,7 +474,7 @@ bool _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* b) {
   }
   if (b->used != 0) return false;
   /* dissolve: B's virtual page gets fresh private memory, B's entry goes */
-  remap_anon(mslab_start(b));
+  remap_anon(hak_slab_start(b));
   seg_mark(b, NULL);
   ea->naliases--;
   entry_drop(eb);
@@ -701,8 +697,8 @@ static void unmesh(hak_heap_t* h, hak_slab_t* b) {
   hak_mesh_t* ea = eb->root;
   hak_slab_t* a = ea->slab;
   uint8_t* tmp = _hak_os_map(HAK_PAGE_SIZE, NULL);
-  if (tmp == NULL) _hak_fatal("hakmem: mesh: out of memory unmeshing %p at thread exit\n", (void*)mslab_start(b));
-  uint8_t *page = mslab_start(b), *as = mslab_start(a);
+  if (tmp == NULL) _hak_fatal("hakmem: mesh: out of memory unmeshing %p at thread exit\n", (void*)hak_slab_start(b));
+  uint8_t *page = hak_slab_start(b), *as = hak_slab_start(a);
   uint32_t nb = mslab_blocks(b), bs = b->bsize;
   protect(b);
   copy_blocks(tmp, page, eb->map, nb, bs);
@@ -759,7 +755,7 @@ void _hak_mesh_heap_exit(hak_heap_t* h) {
     }
     hak_mesh_t* e = mslab_entry(s);   /* a root with phantoms: they become free blocks */
     bool was_full = (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) != 0;
-    uint8_t* page = mslab_start(s);
+    uint8_t* page = hak_slab_start(s);
     for (uint32_t i = mslab_carved(s); i-- > 0;)
       if (bit_get(e->map, i)) push_free(s, (hak_block_t*)(page + (size_t)i * s->bsize));
     s->used -= e->nphantom;
@@ -811,7 +807,7 @@ void _hak_mesh_fork_barrier(void) {
   tsan_ignore_begin();
   for (hak_mesh_t* e = reg_head; e != NULL; e = e->next) {
     if (e->root != NULL) continue;
-    const uint8_t* page = mslab_start(e->slab);
+    const uint8_t* page = hak_slab_start(e->slab);
     if (fork_fd2 < 0) {   /* fallback: a private copy the child moves into place */
       e->fork_copy = _hak_os_map(HAK_PAGE_SIZE, NULL);
       if (e->fork_copy == NULL) _hak_fatal("hakmem: mesh: out of memory copying meshed pages for fork\n");
@@ -845,7 +841,7 @@ static void fork_privatize(void) {
   for (int pass = 0; pass < 2; pass++)   /* roots, then aliases (the fallback copies from their roots) */
     for (hak_mesh_t* e = reg_head; e != NULL; e = e->next) {
       if ((pass == 0) != (e->root == NULL)) continue;
-      uint8_t* page = mslab_start(e->slab);
+      uint8_t* page = hak_slab_start(e->slab);
       if (fork_fd2 >= 0) {
         remap_file(page, fork_fd2, e->root ? e->root->off : e->off);
       } else if (e->root == NULL) {
@@ -854,7 +850,7 @@ static void fork_privatize(void) {
       } else {
         uint8_t* tmp = _hak_os_map(HAK_PAGE_SIZE, NULL);
         if (tmp == NULL) _hak_fatal("hakmem: mesh: fork child: out of memory\n");
-        memcpy(tmp, mslab_start(e->root->slab), HAK_PAGE_SIZE);
+        memcpy(tmp, hak_slab_start(e->root->slab), HAK_PAGE_SIZE);
         remap_move(tmp, page);
       }
       unprotect_bit(e->slab);
@@ -870,8 +866,8 @@ static void fork_privatize(void) {
 void _hak_mesh_fork_parent(void) {
   if (hak_load_relaxed(&fork_pid) != 0) {
     for (hak_mesh_t* e = reg_head; e != NULL; e = e->next) {
-      if (fork_barred && !_hak_os_protect(mslab_start(e->slab), HAK_PAGE_SIZE, PROT_READ | PROT_WRITE))
-        _hak_fatal("hakmem: mesh: mprotect of %p failed\n", (void*)mslab_start(e->slab));
+      if (fork_barred && !_hak_os_protect(hak_slab_start(e->slab), HAK_PAGE_SIZE, PROT_READ | PROT_WRITE))
+        _hak_fatal("hakmem: mesh: mprotect of %p failed\n", (void*)hak_slab_start(e->slab));
       unprotect_bit(e->slab);
       if (e->fork_copy != NULL) {
         _hak_os_unmap(e->fork_copy, HAK_PAGE_SIZE);

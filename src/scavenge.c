@@ -35,16 +35,11 @@
 
 #include <sys/mman.h>
 
-
 #define SCAV_MAX_BLOCKS (HAK_PAGE_SIZE / 16)   /* the most blocks a slab holds (16-byte blocks, one page) */
 
 _Atomic(uint64_t) _hak_stat_scav_passes, _hak_stat_scav_pages, _hak_stat_scav_readmitted;
 _Atomic(size_t) _hak_stat_scav_dropped;   /* pages given back and not taken back yet */
 
-hak_inline size_t slab_idx(const hak_slab_t* s) { return (size_t)(s - hak_segment_of(s)->slabs); }
-hak_inline uint8_t* slab_base(const hak_slab_t* s) {
-  return (uint8_t*)hak_segment_of(s) + (slab_idx(s) << HAK_PAGE_SHIFT);
-}
 #define OS_PER_PAGE (HAK_PAGE_SIZE / HAK_OS_PAGE)   /* 16 */
 hak_inline bool dropped(const hak_segment_t* seg, size_t idx, size_t j) {
   return (seg->drop[idx + j / OS_PER_PAGE] >> (j % OS_PER_PAGE)) & 1;
@@ -58,15 +53,15 @@ hak_inline bool block_dropped(const hak_segment_t* seg, size_t idx, size_t lo, u
 }
 bool _hak_scavenge_is_phantom(const hak_slab_t* s, const void* b) {
   const hak_segment_t* seg = hak_segment_of(s);
-  size_t idx = slab_idx(s);
-  return seg->nphantom[idx] != 0 && block_dropped(seg, idx, (size_t)((const uint8_t*)b - slab_base(s)), s->bsize);
+  size_t idx = hak_slab_index(s);
+  return seg->nphantom[idx] != 0 && block_dropped(seg, idx, (size_t)((const uint8_t*)b - hak_slab_start(s)), s->bsize);
 }
 
 /* The free blocks of s (its free list, after its remote frees) in map;
  * false when the list is longer than the slab (corrupt: left alone). */
 static bool free_map(hak_slab_t* s, uint64_t* map, uint32_t nb) {
   memset(map, 0, ((nb + 63) / 64) * 8);
-  uint8_t* start = slab_base(s);
+  uint8_t* start = hak_slab_start(s);
   uint32_t n = 0;
   for (hak_block_t* b = s->free; b != NULL; b = hak_block_next(b)) {
     uint32_t i = (uint32_t)(((uint8_t*)b - start) / s->bsize);
@@ -76,13 +71,13 @@ static bool free_map(hak_slab_t* s, uint64_t* map, uint32_t nb) {
   return true;
 }
 
-/* Drop the all-free pages of one slab; the pages dropped. */
+/* Drop the all-free pages of one slab (its remote frees collected); the
+ * pages dropped. */
 static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
   hak_segment_t* seg = hak_segment_of(s);
-  size_t idx = slab_idx(s);
+  size_t idx = hak_slab_index(s);
   uint32_t limit = hak_slab_limit(s), bsize = s->bsize, nb = limit / bsize;
   if (nb > SCAV_MAX_BLOCKS) return 0;
-  _hak_slab_collect(s);
   if (s->free == NULL || !free_map(s, map, nb)) return 0;
   /* pages whose every overlapping block is free */
   size_t nos = (size_t)s->npages * OS_PER_PAGE;
@@ -102,7 +97,7 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
   if (!any) return 0;
   /* rebuild the free list in address order without the blocks on dropped
    * pages: those become phantoms */
-  uint8_t* start = slab_base(s);
+  uint8_t* start = hak_slab_start(s);
   hak_block_t* head = NULL;
   hak_block_t* last = NULL;
   uint32_t phantoms = 0;
@@ -147,16 +142,27 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
   return n;
 }
 
-/* A slab whose free list and fresh room ran out takes its phantoms back
- * (heap.c, slab_refill): true when it has free blocks again. */
+/* Clear the slab's given-back marks; the pages they named. */
+static size_t drop_clear(hak_segment_t* seg, size_t idx, unsigned npages) {
+  size_t pages = 0;
+  for (unsigned k = 0; k < npages; k++) {
+    pages += (size_t)__builtin_popcount(seg->drop[idx + k]);
+    seg->drop[idx + k] = 0;
+  }
+  seg->nphantom[idx] = 0;
+  if (pages) atomic_fetch_sub_explicit(&_hak_stat_scav_dropped, pages, memory_order_relaxed);
+  return pages;
+}
+
+/* A slab with phantoms whose free list and fresh room ran out takes them
+ * back (heap.c, slab_refill, which tests for phantoms): true when it has
+ * free blocks again. */
 bool _hak_scavenge_readmit(hak_slab_t* s) {
   hak_segment_t* seg = hak_segment_of(s);
-  size_t idx = slab_idx(s);
-  if (seg->nphantom[idx] == 0) return false;
+  size_t idx = hak_slab_index(s);
   uint32_t limit = hak_slab_limit(s), bsize = s->bsize, nb = limit / bsize;
-  uint8_t* start = slab_base(s);
+  uint8_t* start = hak_slab_start(s);
   hak_block_t* head = s->free;
-  size_t pages = 0;
   /* from the top down, so the list runs in address order */
   for (uint32_t i = nb; i-- > 0;) {
     size_t lo = (size_t)i * bsize;
@@ -174,18 +180,12 @@ bool _hak_scavenge_readmit(hak_slab_t* s) {
     b->cookie = hak_cookie();
     head = b;
   }
-  for (unsigned k = 0; k < s->npages; k++) {
-    pages += (size_t)__builtin_popcount(seg->drop[idx + k]);
-    seg->drop[idx + k] = 0;
-  }
   s->free = head;
-  seg->nphantom[idx] = 0;
-  atomic_fetch_add_explicit(&_hak_stat_scav_readmitted, pages, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&_hak_stat_scav_dropped, pages, memory_order_relaxed);
+  atomic_fetch_add_explicit(&_hak_stat_scav_readmitted, drop_clear(seg, idx, s->npages), memory_order_relaxed);
   return head != NULL;
 }
 
-/* A slab with phantoms whose `used` reached 0 (heap.c, slab_empty): is it
+/* A slab with phantoms whose `used` reached 0 (hak_slab_is_empty): is it
  * empty?  Not when a phantom was freed again after its page was given back:
  * its cookie went with the page, so free took it and counted it, and the
  * slab would be released under a live block.  Such a phantom is on the free
@@ -195,8 +195,8 @@ bool _hak_scavenge_readmit(hak_slab_t* s) {
  * the slab kept).  The walk is bounded by the slab's blocks. */
 bool _hak_scavenge_verify(hak_slab_t* s) {
   hak_segment_t* seg = hak_segment_of(s);
-  size_t idx = slab_idx(s);
-  uint8_t* start = slab_base(s);
+  size_t idx = hak_slab_index(s);
+  uint8_t* start = hak_slab_start(s);
   uint32_t bsize = s->bsize, nb = hak_slab_limit(s) / bsize, n = 0;
   hak_block_t* prev = NULL;
   for (hak_block_t* b = s->free; b != NULL && n++ <= nb;) {
@@ -233,18 +233,7 @@ bool _hak_scavenge_verify(hak_slab_t* s) {
 
 /* The slab's pages are freed (heap.c, slab_pages_free): its dropped pages
  * are free pages like the others now. */
-void _hak_scavenge_forget(hak_slab_t* s) {
-  hak_segment_t* seg = hak_segment_of(s);
-  size_t idx = slab_idx(s);
-  unsigned npages = s->npages;
-  size_t pages = 0;
-  for (unsigned k = 0; k < npages; k++) {
-    pages += (size_t)__builtin_popcount(seg->drop[idx + k]);
-    seg->drop[idx + k] = 0;
-  }
-  seg->nphantom[idx] = 0;
-  if (pages) atomic_fetch_sub_explicit(&_hak_stat_scav_dropped, pages, memory_order_relaxed);
-}
+void _hak_scavenge_forget(hak_slab_t* s) { drop_clear(hak_segment_of(s), hak_slab_index(s), s->npages); }
 
 typedef struct {
   hak_heap_t* h;
@@ -258,7 +247,7 @@ static void scavenge_one(hak_slab_t* s, void* arg) {
   if (hak_slab_bump(s, s->carved) < hak_slab_limit(s)) return;   /* fresh room: young, not sparse */
   if ((size_t)s->used * s->bsize * 2 > hak_slab_limit(s)) return;   /* more than half full */
   _hak_slab_collect(s);
-  if (s->used == 0 && (hak_segment_of(s)->nphantom[slab_idx(s)] == 0 || _hak_scavenge_verify(s))) {
+  if (hak_slab_is_empty(s)) {
     /* emptied by remote frees: released whole (its pages serve any class) */
     _hak_slab_detach(sc->h, s);
     _hak_slab_release(sc->h, s);

@@ -150,7 +150,7 @@ static size_t check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
       _hak_fatal("hakmem: heap overflow detected in block %p: byte %zu past its %zu requested bytes, in %s()\n", b,
                  k, req, op);
 below:;
-  size_t off = (size_t)((uint8_t*)b - slab_start(s));
+  size_t off = (size_t)((uint8_t*)b - hak_slab_start(s));
   if (off >= s->bsize && !trailer_valid((uint8_t*)b - s->bsize, s->bsize, hak_load64((uint8_t*)b - 8)))
     _hak_fatal("hakmem: heap underflow detected below block %p (size %u): the block below's trailer was overwritten, "
                "in %s()\n", b, s->bsize, op);
