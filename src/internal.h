@@ -56,6 +56,7 @@
 #define HAK_PAGE_SIZE      ((size_t)1 << HAK_PAGE_SHIFT)
 #define HAK_PAGES_PER_SEG  (HAK_SEG_SIZE / HAK_PAGE_SIZE)   /* 64; page 0 = header */
 #define HAK_OS_PAGE        4096
+#define HAK_SLAB_MAX_PAGES 16                        /* the most slab pages one slab spans (class table) */
 #define HAK_LARGE_HDR      8192                      /* large block data offset */
 
 #define HAK_SMALL_FAST_MAX 1024                      /* table-driven class lookup */

@@ -81,7 +81,7 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
   if (s->free == NULL || !free_map(s, map, nb)) return 0;
   /* pages whose every overlapping block is free */
   size_t nos = (size_t)s->npages * OS_PER_PAGE;
-  uint64_t newdrop[2] = {0, 0};   /* up to 8 pages of 16 OS pages */
+  uint64_t newdrop[HAK_SLAB_MAX_PAGES * OS_PER_PAGE / 64] = {0};
   bool any = false;
   for (size_t j = 0; j < nos; j++) {
     size_t lo = j * HAK_OS_PAGE;
@@ -216,7 +216,7 @@ bool _hak_scavenge_verify(hak_slab_t* s) {
   /* a given-back page that nothing touched since is not resident: only the
    * resident ones are read (a read of the others would map the zero page,
    * a fault per page: fragment's final frees took twice the time) */
-  unsigned char vec[8 * OS_PER_PAGE];
+  unsigned char vec[HAK_SLAB_MAX_PAGES * OS_PER_PAGE];
   size_t nos = (size_t)s->npages * OS_PER_PAGE;
   if (nos > sizeof vec || !_hak_os_resident(start, nos * HAK_OS_PAGE, vec)) memset(vec, 1, sizeof vec);
   for (uint32_t i = 0; i < nb; i++) {

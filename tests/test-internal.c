@@ -63,6 +63,7 @@ static void check_lookup(void) {
   }
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     size_t d = _hak_class_size[c], pages = _hak_class_pages[c], slab = pages << HAK_PAGE_SHIFT;
+    CHECKF(pages <= HAK_SLAB_MAX_PAGES, "class %zu (%zu B): %zu pages, more than HAK_SLAB_MAX_PAGES", c, d, pages);
     CHECKF(slab_fits(d, pages), "class %zu (%zu B): %zu blocks and %zu bytes left over in a slab of %zu pages", c, d,
            slab / d, slab % d, pages);
     for (size_t fewer = 1; fewer < pages; fewer++)
