@@ -520,6 +520,14 @@ typedef struct {
 } hak_pace_t;
 bool  _hak_pace_due(hak_pace_t* p);
 void  _hak_pace_found(hak_pace_t* p, bool found);
+#define HAK_PACE_AUTO_MS 100     /* paced passes: the shortest gap between two ... */
+#define HAK_PACE_IDLE_MS 10000   /* ... and the longest, reached while passes find nothing */
+/* The gap after a paced pass: `floor` after one that found work, else twice
+ * the last one (at least `floor`), never above HAK_PACE_IDLE_MS. */
+hak_inline uint64_t hak_pace_gap(uint64_t gap, uint64_t floor, bool found) {
+  uint64_t g = found ? floor : 2 * (gap > floor ? gap : floor);
+  return g < HAK_PACE_IDLE_MS ? g : HAK_PACE_IDLE_MS;
+}
 bool  _hak_decommit(void* p, size_t size);
 bool  _hak_retained_over_target(void);
 void  _hak_release_large(hak_segment_t* seg);

@@ -23,8 +23,6 @@ static _Atomic(uint64_t) rel_decommit_calls, rel_decommit_bytes, rel_unmapped_bl
  * (fragment meshed in 4 runs of 12).  By growth, walking the slabs costs
  * O(heap) per 1/8 of growth, and a heap that grows after scattered frees
  * is compacted before it has grown by more than that. */
-#define HAK_PACE_AUTO_MS 100
-#define HAK_PACE_IDLE_MS 10000
 #define HAK_PACE_GROW_DIV 8
 bool _hak_pace_due(hak_pace_t* p) {
   size_t segs = hak_load_relaxed(&_hak_seg_small), last = hak_load_relaxed(&p->segs);
@@ -41,10 +39,7 @@ bool _hak_pace_due(hak_pace_t* p) {
  * none doubles it (a heap that grows without scattered frees pays a walk
  * of its slabs every 10 s at most). */
 void _hak_pace_found(hak_pace_t* p, bool found) {
-  uint64_t gap = hak_load_relaxed(&p->gap_ms);
-  if (gap == 0) gap = HAK_PACE_AUTO_MS;
-  gap = found ? HAK_PACE_AUTO_MS : (2 * gap < HAK_PACE_IDLE_MS ? 2 * gap : HAK_PACE_IDLE_MS);
-  hak_store_relaxed(&p->gap_ms, gap);
+  hak_store_relaxed(&p->gap_ms, hak_pace_gap(hak_load_relaxed(&p->gap_ms), HAK_PACE_AUTO_MS, found));
 }
 
 uint64_t _hak_clock_ms(void) {

@@ -285,22 +285,20 @@ void _hak_scavenge_pass(hak_heap_t* h, bool forced) {
 /* On the heap's release tick (release.c): a program that frees scattered
  * blocks and does not grow again maps no segment, so without this its
  * sparse slabs kept their pages until malloc_trim.  At most once per
- * decommit delay (at least SCAV_TICK_MS), and, while passes find nothing,
- * twice as seldom each time up to SCAV_IDLE_MS: a steady state that keeps
+ * decommit delay (at least HAK_PACE_AUTO_MS), and, while passes find nothing,
+ * twice as seldom each time up to HAK_PACE_IDLE_MS (hak_pace_gap, as the
+ * paced passes before a new segment back off): a steady state that keeps
  * sparse slabs pays one walk of its slabs per 10 s.  Pages given back here
  * were free at the pass; one freed a moment earlier may be taken back soon
  * (a fault), at most once per delay. */
-#define SCAV_TICK_MS 100
-#define SCAV_IDLE_MS 10000
 void _hak_scavenge_tick(hak_heap_t* h, uint64_t now, uint64_t delay) {
   if (now < h->scav_next_ms || !scavenge_on(h)) return;
-  uint64_t base = delay > SCAV_TICK_MS ? delay : SCAV_TICK_MS;
+  uint64_t base = delay > HAK_PACE_AUTO_MS ? delay : HAK_PACE_AUTO_MS;
   if (h->scav_next_ms == 0) {   /* the heap's first tick starts its clock: a short thread never pays a pass */
     h->scav_gap_ms = base;
     h->scav_next_ms = now + base;
     return;
   }
-  uint64_t gap = scavenge_heap(h) ? base : 2 * (h->scav_gap_ms > base ? h->scav_gap_ms : base);
-  h->scav_gap_ms = gap < SCAV_IDLE_MS ? gap : SCAV_IDLE_MS;
+  h->scav_gap_ms = hak_pace_gap(h->scav_gap_ms, base, scavenge_heap(h) != 0);
   h->scav_next_ms = now + h->scav_gap_ms;
 }
