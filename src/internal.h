@@ -366,6 +366,7 @@ extern _Atomic(size_t) _hak_mesh_entries;
 /* scavenge.c: the free 4 KiB pages of sparse slabs given back (HAKMEM_SCAVENGE) */
 void  _hak_scavenge_pass(hak_heap_t* h, bool forced);
 void  _hak_scavenge_tick(hak_heap_t* h, uint64_t now, uint64_t delay);
+bool  _hak_scavenge_enabled(void);   /* scavenging runs in this process (also what the stats report shows) */
 bool  _hak_scavenge_readmit(hak_slab_t* s);
 void  _hak_scavenge_forget(hak_slab_t* s);
 bool  _hak_scavenge_is_phantom(const hak_slab_t* s, const void* b);

@@ -256,10 +256,12 @@ static void scavenge_one(hak_slab_t* s, void* arg) {
   sc->pages += scavenge_slab(s, sc->map);
 }
 
-hak_inline bool scavenge_on(const hak_heap_t* h) {
-  return !HAK_SECURE && hak_opt(SCAVENGE) && !hak_opt(MESH) && hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF &&
-         h != &_hak_heap_empty;
+/* Does scavenging run in this process?  Not in the secure build, not with
+ * meshing, and not when nothing is decommitted (HAKMEM_DECOMMIT=off). */
+bool _hak_scavenge_enabled(void) {
+  return !HAK_SECURE && hak_opt(SCAVENGE) && !hak_opt(MESH) && hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF;
 }
+hak_inline bool scavenge_on(const hak_heap_t* h) { return h != &_hak_heap_empty && _hak_scavenge_enabled(); }
 
 /* One pass over the heap's slabs; the pages given back. */
 static size_t scavenge_heap(hak_heap_t* h) {

@@ -63,7 +63,7 @@ static size_t stats_format(char* buf, size_t cap) {
   _hak_release_stats(&rc, &rb, &ru, &parked, &pmap);
   sb_add(&sb, "bigcache: hits=%llu misses=%llu evictions=%llu bytes=%zu mapped=%zu\n", (unsigned long long)bh,
          (unsigned long long)bm, (unsigned long long)be, bb, bmap);
-  if (hak_opt(SCAVENGE) && !hak_opt(MESH) && !HAK_SECURE)
+  if (_hak_scavenge_enabled())
     sb_add(&sb, "scavenge: passes=%llu pages_given_back=%llu bytes_given_back=%llu readmitted_pages=%llu dropped_now=%zu\n",
            (unsigned long long)hak_load_relaxed(&_hak_stat_scav_passes),
            (unsigned long long)hak_load_relaxed(&_hak_stat_scav_pages),

@@ -5,7 +5,8 @@
 # blocks; one thread, fixed seed: the figures repeat to a few kB) must end
 # within 1.65x its live bytes (2.17x without scavenging) and below 0.75x of
 # the same run with HAKMEM_SCAVENGE=0; the stats report shows the pages given
-# back.  A program that frees 90 % of its blocks at random and goes on
+# back (no such line when scavenging is off, or HAKMEM_DECOMMIT=off stops
+# it).  A program that frees 90 % of its blocks at random and goes on
 # without growing gets the pages back on its release tick within a bound of
 # 30 s (2 s with the default delay; scavenge-test.c).  The threaded case (blocks checked word by word while other threads
 # free into the slabs being scavenged, phantoms taken back by refills) runs
@@ -29,6 +30,10 @@ echo "fragment --mb=64: final RSS ${on} kB with scavenging (overhead ${ovh}x liv
 awk -v o="$ovh" 'BEGIN { exit !(o <= 1.65) }' || { echo "FAIL: final RSS ${ovh}x the live bytes (bound 1.65x)"; exit 1; }
 awk -v a="$on" -v b="$off" 'BEGIN { exit !(a <= 0.75 * b) }' || { echo "FAIL: ${on} kB is not below 0.75x of ${off} kB"; exit 1; }
 grep -q '^scavenge: ' "$tmp/off" && { echo "FAIL: a scavenge line with HAKMEM_SCAVENGE=0"; exit 1; }
+# nothing is decommitted, so nothing is scavenged, and the report says neither
+HAKMEM_DECOMMIT=off HAKMEM_STATS=1 LD_PRELOAD=build/libhakmem.so /bin/true 2>"$tmp/nodecommit"
+grep -q '^small: ' "$tmp/nodecommit" || { cat "$tmp/nodecommit"; echo "FAIL: no stats report"; exit 1; }
+grep -q '^scavenge: ' "$tmp/nodecommit" && { echo "FAIL: a scavenge line with HAKMEM_DECOMMIT=off"; exit 1; }
 # without growth: the release tick gives the pages back, no malloc_trim
 cc -O2 -fno-builtin -std=gnu11 -Iinclude -Itests tests/scavenge-test.c build/libhakmem.a -pthread -o "$tmp/scavenge-test"
 env -u HAKMEM_PROFILE "$tmp/scavenge-test"
