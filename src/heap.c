@@ -1,9 +1,11 @@
 /* Per-thread heaps and their slabs: everything behind the malloc/free fast
- * paths.  A heap owns segments; each size class keeps a list of slabs with
- * room (cur[cls] is its head) and the heap keeps one list of full slabs.
- * Remote frees are pushed lock-free on the slab's xthread_free list; a remote
- * free into a full slab raises the owner's hint so the owner looks there
- * before it maps new memory.  Exited threads' segments are adopted. */
+ * paths.  A heap owns slabs, whose pages it takes from the process's page
+ * pool (pool.c) and gives back as soon as they empty; each size class keeps
+ * a list of slabs with room (cur[cls] is its head) and the heap keeps one
+ * list of full slabs.  Remote frees are pushed lock-free on the slab's
+ * xthread_free list; a remote free into a full slab raises the owner's hint
+ * so the owner looks there before it takes new pages.  Exited threads'
+ * slabs are adopted. */
 #include "internal.h"
 #include <errno.h>
 
@@ -83,18 +85,6 @@ static void avail_append(hak_heap_t* h, hak_slab_t* s) {
 static void avail_clear(hak_heap_t* h, size_t cls) {
   h->cls[cls].cur = &_hak_slab_empty;
   h->tail[cls] = NULL;
-}
-static void seglist_remove(hak_segment_t** head, hak_segment_t* g) {
-  if (g->prev) g->prev->next = g->next;
-  else *head = g->next;
-  if (g->next) g->next->prev = g->prev;
-  g->next = g->prev = NULL;
-}
-static void seglist_push(hak_segment_t** head, hak_segment_t* g) {
-  g->prev = NULL;
-  g->next = *head;
-  if (*head) (*head)->prev = g;
-  *head = g;
 }
 
 /* A remote free list whose count and links disagree, or that holds more
@@ -233,9 +223,8 @@ static void slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
   slab_to_full(h, s);
 }
 
-static void slab_release(hak_heap_t* h, hak_slab_t* s);
-static bool slab_retire(hak_heap_t* h, hak_slab_t* s);
-static bool slab_pages_free(hak_slab_t* s);
+static bool slab_release(hak_heap_t* h, hak_slab_t* s);
+static int slab_retire(hak_heap_t* h, hak_slab_t* s);
 
 /* Where memory of threads sits (stats.c): slabs emptied by remote frees and
  * given back; slab pages handed over at thread exit and taken by adopters. */
@@ -254,63 +243,56 @@ static void stat_reclaimed(const hak_slab_t* s) {
 static void heap_collect_remote(hak_heap_t* h) {
   hak_store_relaxed(&h->xremote_hint, 0);
   atomic_thread_fence(memory_order_seq_cst);   /* pairs with remote_notify: bit, then hint */
-  for (int pass = 0; pass < 2; pass++) {
-    hak_segment_t* seg = pass ? h->segs_full : h->segs;
-    while (seg != NULL) {
-      hak_segment_t* next = seg->next;   /* seg may move lists or be freed below */
-      uint64_t bits = hak_load_relaxed(&seg->xremote);
-      if (bits != 0) bits = atomic_exchange_explicit(&seg->xremote, 0, memory_order_acquire);
-      while (bits != 0) {
-        hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
-        bits &= bits - 1;
-        uintptr_t xo = hak_load_relaxed(&s->xowner);
-        /* a stale bit (the slab was collected on the refill path, or released) */
-        if ((xo & ~HAK_OWNER_FLAGS) != (uintptr_t)h) continue;
-        if (xo & HAK_OWNER_MESHED) {
-          /* frees into a meshed-away slab go to its root (mesh.c); when it
-           * holds no block any more its page comes back here */
-          if (_hak_mesh_collect_alias(h, s)) {
-            bool last = seg->used_pages == s->npages;
-            slab_release(h, s);
-            if (last) break;
-          }
-          continue;
-        }
-        if (!slab_collect(s)) {
-          slab_look_again(s, h);
-          continue;
-        }
-        /* a full slab was filled lately, so its class is allocating: it goes
-         * back on the class list however many blocks came back (releasing
-         * the emptied ones made a producer whose blocks all come back
-         * re-carve new slabs 4 KiB at a time: xthread +11 % instructions);
-         * a slab that sat on the class list and emptied is released */
-        if (xo & HAK_OWNER_FULL) {
-          slab_unfull(h, s);
-        } else if (hak_slab_is_empty(s)) {
-          /* the segment's last slab: releasing it frees the segment (maybe
-           * unmapped), so its remaining bits, all stale then, are not read */
-          bool last = seg->used_pages == s->npages;
-          stat_reclaimed(s);
-          if (slab_retire(h, s) && last) break;
-        }
+  for (hak_member_t *m = h->members, *mnext; m != NULL; m = mnext) {
+    mnext = m->next;   /* m goes when its last slab is released below (and its segment may) */
+    hak_segment_t* seg = hak_segment_of(m);
+    /* only this heap's bits: the segment's other slabs are other heaps' */
+    uint64_t bits = hak_load_relaxed(&seg->xremote) & m->mask;
+    if (bits == 0) continue;
+    atomic_fetch_and_explicit(&seg->xremote, ~bits, memory_order_acquire);
+    while (bits != 0) {
+      hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
+      bits &= bits - 1;
+      uintptr_t xo = hak_load_relaxed(&s->xowner);
+      hak_assert((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)h);
+      if (xo & HAK_OWNER_MESHED) {
+        /* frees into a meshed-away slab go to its root (mesh.c); when it
+         * holds no block any more its page comes back here */
+        if (_hak_mesh_collect_alias(h, s) && slab_release(h, s)) break;
+        continue;
       }
-      seg = next;
+      if (!slab_collect(s)) {
+        slab_look_again(s, h);
+        continue;
+      }
+      /* a full slab was filled lately, so its class is allocating: it goes
+       * back on the class list however many blocks came back (releasing
+       * the emptied ones made a producer whose blocks all come back
+       * re-carve new slabs 4 KiB at a time: xthread +11 % instructions);
+       * a slab that sat on the class list and emptied is released */
+      if (xo & HAK_OWNER_FULL) {
+        slab_unfull(h, s);
+      } else if (hak_slab_is_empty(s)) {
+        stat_reclaimed(s);
+        /* the heap's last slab in the segment: m is gone (maybe the segment) */
+        if (slab_retire(h, s) == 2) break;
+      }
     }
   }
 }
 
-/* An abandoned segment on the page clock (segment.c calls this under its
- * lock: no heap owns the segment): collect the remote frees of its slabs and
- * give back the slabs they emptied, so memory of exited threads follows the
- * frees even when no thread adopts it.  True when it holds no slab any more
- * (the caller then frees it). */
-bool _hak_abandoned_collect(hak_segment_t* seg) {
-  if (hak_load_relaxed(&seg->xremote) == 0) return false;
-  uint64_t bits = atomic_exchange_explicit(&seg->xremote, 0, memory_order_acquire);
-  bool empty = false;
+/* Abandoned slabs `mask` of seg (pool.c calls this under its lock: no heap
+ * owns them): collect their remote frees; the slabs those emptied, whose
+ * pages the caller gives back, so memory of exited threads follows the
+ * frees even when no thread adopts it. */
+uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask) {
+  uint64_t bits = hak_load_relaxed(&seg->xremote) & mask;
+  if (bits == 0) return 0;
+  atomic_fetch_and_explicit(&seg->xremote, ~bits, memory_order_acquire);
+  uint64_t emptied = 0;
   while (bits != 0) {
-    hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
+    size_t idx = (size_t)__builtin_ctzll(bits);
+    hak_slab_t* s = &seg->slabs[idx];
     bits &= bits - 1;
     if (hak_load_relaxed(&s->xowner) != HAK_OWNER_ABANDONED) continue;
     if (!slab_collect(s)) {
@@ -319,19 +301,9 @@ bool _hak_abandoned_collect(hak_segment_t* seg) {
     }
     if (!hak_slab_is_empty(s)) continue;
     stat_reclaimed(s);
-    empty = slab_pages_free(s);
+    emptied |= (uint64_t)1 << idx;
   }
-  return empty;
-}
-
-/* The first run of n set bits in bits (64: none); from the top for blocks
- * that span pages, from the bottom for the others, so that in a segment they
- * meet in the middle: huge pages back the dense half (thp.c, _hak_thp_slab). */
-static size_t find_run(uint64_t bits, unsigned n, bool top) {
-  uint64_t x = bits;
-  for (unsigned i = 1; i < n && x; i++) x &= bits >> i;
-  if (!x) return 64;
-  return top ? 63 - (size_t)__builtin_clzll(x) : (size_t)__builtin_ctzll(x);
+  return emptied;
 }
 
 static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls) {
@@ -355,13 +327,14 @@ static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls)
   hak_store_release(&s->xowner, (uintptr_t)h);
 }
 
-/* Give an empty slab's pages back to its segment: descriptors, page bitmap,
- * release policy.  True when the segment holds no slab any more. */
-static bool slab_pages_free(hak_slab_t* s) {
+/* An empty slab's descriptors are cleared before its pages go back to the
+ * pool (compaction and scavenging forget it first). */
+void _hak_slab_clear(hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
   size_t idx = hak_slab_index(s);
   unsigned n = s->npages;
-  if (seg->mesh_pages & ((uint64_t)1 << idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
+  hak_assert(n >= 1 && idx + n <= HAK_PAGES_PER_SEG && s->head_off == 0);   /* (mesh.c releases aliases and roots with phantoms counted in used) */
+  if (__atomic_load_n(&seg->mesh_pages, __ATOMIC_RELAXED) & ((uint64_t)1 << idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
   if (seg->nphantom[idx] != 0) _hak_scavenge_forget(s);
   for (unsigned i = 0; i < n; i++) {
     hak_slab_t* t = &seg->slabs[idx + i];
@@ -370,94 +343,35 @@ static bool slab_pages_free(hak_slab_t* s) {
     t->used = t->bsize = t->carved = 0;
     t->npages = t->head_off = t->cls = 0;
   }
-  uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
-  atomic_fetch_sub_explicit(&_hak_stat_slab_pages, n, memory_order_relaxed);
-  seg->free_pages |= mask;
-  seg->used_pages -= n;
-  if (seg->used_pages != 0 || hak_load_relaxed(&_hak_seg_cached) < (size_t)hak_opt(SEG_CACHE))
-    _hak_pages_freed(seg, mask);   /* else the whole segment is unmapped by the caller */
-  return seg->used_pages == 0;
 }
 
-/* Return an empty slab's pages to its segment (the segment to the cache or
- * the OS when it empties).  The slab is on no list. */
-static void slab_release(hak_heap_t* h, hak_slab_t* s) {
+/* Return an empty slab's pages to the pool (the segment to the cache or the
+ * OS when it empties).  The slab is on no list.  True when it was the heap's
+ * last slab in its segment (the segment may be gone). */
+static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
   for (size_t c = 0; c < s->cls; c++)   /* no loan cursor may point at it: its segment may go */
     if (h->borrow[c] == s) h->borrow[c] = NULL;
-  h->no_resident = 0;
-  bool was_full = seg->free_pages == 0;
-  bool empty = slab_pages_free(s);
-  if (was_full) {
-    seglist_remove(&h->segs_full, seg);
-    seglist_push(&h->segs, seg);
-  }
-  if (empty) {
-    seglist_remove(&h->segs, seg);
-    _hak_segment_free(seg);
-  }
+  size_t idx = hak_slab_index(s);
+  unsigned n = s->npages;
+  _hak_slab_clear(s);
+  return _hak_pool_give(h, seg, idx, n);
 }
 
-static void heap_adopt(hak_heap_t* h, hak_segment_t* seg);
-
-/* Where slab_new may take pages from, in the order heap_alloc_class tries
- * them: pages of its segments still resident (no fault; decommitted pages
- * stay out), then, after adopting abandoned segments, any free run, then a
- * new segment. */
-typedef enum { PAGES_RESIDENT, PAGES_ANY, PAGES_NEW } pages_from_t;
-
-/* Bytes of segments the heap holds (a walk: only when it takes a new one). */
-static size_t heap_seg_bytes(const hak_heap_t* h) {
-  size_t n = 0;
-  for (const hak_segment_t* s = h->segs; s != NULL; s = s->next) n++;
-  for (const hak_segment_t* s = h->segs_full; s != NULL; s = s->next) n++;
-  return n * HAK_SEG_SIZE;
-}
+static void heap_adopt(hak_heap_t* h, hak_segment_t* seg, uint64_t mask);
 
 static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
-  unsigned npages = _hak_class_pages[cls];
-  /* blocks that span pages go from the top of segments advised for huge
-   * pages (find_run); elsewhere the order does not matter and stays */
-  bool top = _hak_class_size[cls] > HAK_OS_PAGE;
-  hak_segment_t* seg;
-  size_t idx = 64;
-  for (seg = from == PAGES_NEW ? NULL : h->segs; seg != NULL; seg = seg->next) {
-    idx = find_run(from == PAGES_RESIDENT ? seg->free_pages & seg->dirty_pages : seg->free_pages, npages,
-                   top && seg->thp != 0);
-    if (idx < 64) break;
-  }
-  if (seg == NULL) {
-    if (from != PAGES_NEW) return NULL;
+  if (from == PAGES_NEW) {
     /* compaction first, paced in mesh.c and scavenge.c (one or the other) */
     if (hak_opt(MESH)) _hak_mesh_pass(h, false);
     else _hak_scavenge_pass(h, false);
-    seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, heap_seg_bytes(h), _hak_class_size[cls]);
-    if (seg == NULL) return NULL;
-    seg->heap = h;
-    h->no_resident = 0;   /* a cached segment keeps its resident pages */
-    seglist_push(&h->segs, seg);
-    idx = find_run(seg->free_pages, npages, top && seg->thp != 0);
   }
-  uint64_t mask = (((uint64_t)1 << npages) - 1) << idx;
-  _hak_thp_slab(seg, idx, npages, _hak_class_size[cls]);
-  /* secure: pages never used are PROT_NONE; no more mappings
-   * (vm.max_map_count) is out of memory */
-  bool zero = false;   /* secure: pages opened now were never written (PROT_NONE until now): zero */
-  if (HAK_SECURE && (mask & ~seg->sec_open)) {
-    if (!_hak_secure_slab_pages(seg, idx, npages)) return NULL;
-    zero = (mask & seg->sec_open) == 0;
-    seg->sec_open |= mask;
-  }
-  seg->free_pages &= ~mask;
-  seg->used_pages += npages;
-  _hak_pages_reused(seg, mask);
-  if (seg->free_pages == 0) {
-    seglist_remove(&h->segs, seg);
-    seglist_push(&h->segs_full, seg);
-  }
+  size_t idx;
+  bool zero;
+  hak_segment_t* seg = _hak_pool_take(h, cls, from, &idx, &zero);
+  if (seg == NULL) return NULL;
   slab_init(h, seg, idx, cls);
   if (HAK_SECURE) seg->slabs[idx].sec_zero = zero;
-  atomic_fetch_add_explicit(&_hak_stat_slab_pages, npages, memory_order_relaxed);
   return &seg->slabs[idx];
 }
 
@@ -531,7 +445,7 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
     if ((h->refills & 63) == 0) {   /* now and then: remote frees elsewhere, the release clock */
       if (hak_load_relaxed(&h->xremote_hint)) heap_collect_remote(h);
       _hak_heap_release_tick(h);
-      _hak_abandoned_age(false);
+      _hak_pool_abandoned_tick(false);
       s = h->cls[cls].cur;
     }
   }
@@ -547,17 +461,19 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
       s = h->cls[cls].cur;
       if (s != &_hak_slab_empty) continue;
     }
-    /* (a heap that found no resident free page skips the walk of its
-     * segments until it frees pages: a run of loans comes here per malloc) */
-    s = h->no_resident ? NULL : slab_new(h, cls, PAGES_RESIDENT);
+    /* (a heap that found no resident free page skips the pool's walk until
+     * some heap gives pages back: a run of loans comes here per malloc) */
+    uint64_t gives = hak_load_relaxed(&_hak_pool_gives) + 1;
+    s = h->no_resident == gives ? NULL : slab_new(h, cls, PAGES_RESIDENT);
     if (s == NULL) {
-      if (_hak_class_pages[cls] == 1) h->no_resident = 1;   /* (a longer run may just not fit) */
-      /* A heap that has segments leaves the last abandoned one to a thread
+      if (_hak_class_pages[cls] == 1) h->no_resident = gives;   /* (a longer run may just not fit) */
+      /* A heap that has slabs leaves the last abandoned segment to a thread
        * that has none (the successor of the thread that left it), unless
-       * its own segments have no room at all: else the newcomer maps a
-       * segment while this heap sits on the adopted one's free pages. */
-      bool has_segs = h->segs != NULL || h->segs_full != NULL;
-      hak_segment_t* ab = _hak_abandoned_pop(has_segs ? 1 : 0);
+       * the pool has no room at all: else the newcomer takes new pages
+       * while this heap sits on the adopted slabs' free room. */
+      bool has_segs = h->members != NULL;
+      uint64_t abmask = 0;
+      hak_segment_t* ab = _hak_pool_adopt(h, has_segs ? 1 : 0, &abmask);
       if (ab == NULL) {
         if (any_class && hak_opt(LEND)) {   /* before new pages: a sparse slab of a larger class */
           void* b = heap_borrow(h, cls, req);
@@ -565,10 +481,10 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
         }
         _hak_heap_release_tick(h);
         s = slab_new(h, cls, PAGES_ANY);
-        if (s == NULL && has_segs) ab = _hak_abandoned_pop(0);
+        if (s == NULL && has_segs) ab = _hak_pool_adopt(h, 0, &abmask);
       }
       if (ab != NULL) {
-        heap_adopt(h, ab);
+        heap_adopt(h, ab, abmask);
         s = h->cls[cls].cur;
         continue;
       }
@@ -801,12 +717,11 @@ void _hak_free_generic(void* p, const char* op) {
 /* A slab holds no block any more.  Keep it if it is its class's only one (so
  * a malloc/free ping-pong does not re-carve), else release it; true when
  * released. */
-static bool slab_retire(hak_heap_t* h, hak_slab_t* s) {
-  if (h->cls[s->cls].cur == s && s->next == NULL) return false;
+static int slab_retire(hak_heap_t* h, hak_slab_t* s) {
+  if (h->cls[s->cls].cur == s && s->next == NULL) return 0;
   if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
   else avail_remove(h, s);
-  slab_release(h, s);
-  return true;
+  return slab_release(h, s) ? 2 : 1;
 }
 
 /* The last block of a slab came back (a local free).  Out of line: inlined
@@ -900,7 +815,7 @@ void _hak_slab_attach(hak_heap_t* h, hak_slab_t* s) {
   else slab_to_full(h, s);
 }
 
-void _hak_slab_release(hak_heap_t* h, hak_slab_t* s) { slab_release(h, s); }
+bool _hak_slab_release(hak_heap_t* h, hak_slab_t* s) { return slab_release(h, s); }
 
 /* Every slab of class cls the heap has on a list, but its current one. */
 void _hak_heap_foreach_slab(hak_heap_t* h, size_t cls, void (*fn)(hak_slab_t*, void*), void* arg) {
@@ -932,7 +847,8 @@ static void heap_reset(hak_heap_t* h) {
     hak_counter_set(&h->cls[c].nmalloc, 0);
   }
   h->full = NULL;
-  h->segs = h->segs_full = NULL;
+  h->members = NULL;
+  h->nsegs = 0;
   h->next_release_ms = 0;
   h->scav_next_ms = h->scav_gap_ms = 0;
   h->no_resident = 0;
@@ -989,6 +905,7 @@ static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
   }
   atomic_store_explicit(&s->xowner, HAK_OWNER_ABANDONED, memory_order_seq_cst);
   atomic_fetch_add_explicit(&_hak_stat_abandon_pages, s->npages, memory_order_relaxed);
+  atomic_fetch_add_explicit(&_hak_abandoned_pages, s->npages, memory_order_relaxed);
 }
 
 /* Hand every slab and segment of h to the abandoned list; h goes back to the
@@ -1018,34 +935,25 @@ void _hak_heap_abandon(hak_heap_t* h) {
     slab_abandon(h, s);
     s = next;
   }
-  for (int pass = 0; pass < 2; pass++) {
-    hak_segment_t* g = pass ? h->segs_full : h->segs;
-    while (g) {
-      hak_segment_t* next = g->next;
-      g->next = g->prev = NULL;
-      _hak_abandoned_push(g);
-      g = next;
-    }
-  }
-  h->segs = h->segs_full = NULL;
+  _hak_pool_abandon(h);
   heap_release_to_pool(h);
-  _hak_abandoned_age(false);   /* a thread exit is a slow path too: collect what others freed into exited threads' slabs */
+  _hak_pool_abandoned_tick(false);   /* a thread exit is a slow path too: collect what others freed into exited threads' slabs */
 }
 
-static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
-  seg->heap = h;
-  h->no_resident = 0;
-  atomic_store_explicit(&seg->xremote, 0, memory_order_relaxed);   /* every slab is collected below */
-  seglist_push(seg->free_pages ? &h->segs : &h->segs_full, seg);
-  seg->used_pages++;   /* hold the segment while its slabs are released */
-  for (size_t idx = 1; idx < HAK_PAGES_PER_SEG; idx++) {
-    hak_slab_t* s = &seg->slabs[idx];
-    if (hak_load_relaxed(&s->xowner) != HAK_OWNER_ABANDONED) continue;
+/* The abandoned slabs `mask` of seg are h's now (pool.c, _hak_pool_adopt):
+ * collect each, release the empty ones, put the rest on h's lists. */
+static void heap_adopt(hak_heap_t* h, hak_segment_t* seg, uint64_t mask) {
+  /* every slab is collected below: their bits are stale */
+  atomic_fetch_and_explicit(&seg->xremote, ~mask, memory_order_relaxed);
+  for (uint64_t bits = mask; bits != 0; bits &= bits - 1) {
+    hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
+    hak_assert(hak_load_relaxed(&s->xowner) == HAK_OWNER_ABANDONED);
+    atomic_fetch_sub_explicit(&_hak_abandoned_pages, s->npages, memory_order_relaxed);
     atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
     s->next = s->prev = NULL;
     if (!slab_collect(s)) slab_look_again(s, h);
     if (hak_slab_is_empty(s)) {
-      slab_release(h, s);
+      if (slab_release(h, s)) break;   /* h's last slab there: the segment may be gone */
       continue;
     }
     atomic_fetch_add_explicit(&_hak_stat_adopt_pages, s->npages, memory_order_relaxed);
@@ -1055,10 +963,6 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
       slab_to_full(h, s);
     }
   }
-  if (--seg->used_pages == 0) {
-    seglist_remove(seg->free_pages ? &h->segs : &h->segs_full, seg);
-    _hak_segment_free(seg);
-  }
 }
 
 /* Release what this heap holds empty: collect remote frees, release empty
@@ -1067,7 +971,8 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg) {
 void _hak_collect_heap(hak_heap_t* h) {
   if (h == &_hak_heap_empty) return;
   hak_segment_t* ab;
-  while ((ab = _hak_abandoned_pop(0)) != NULL) heap_adopt(h, ab);
+  uint64_t abmask;
+  while ((ab = _hak_pool_adopt(h, 0, &abmask)) != NULL) heap_adopt(h, ab, abmask);
   heap_collect_remote(h);
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
@@ -1083,8 +988,7 @@ void _hak_collect_heap(hak_heap_t* h) {
   }
   _hak_mesh_pass(h, true);
   _hak_scavenge_pass(h, true);
-  for (int pass = 0; pass < 2; pass++)
-    for (hak_segment_t* seg = pass ? h->segs_full : h->segs; seg; seg = seg->next) _hak_segment_decommit_free_pages(seg);
+  _hak_pool_tick(_hak_clock_ms(), 0, true);
 }
 
 /* ---------------------------------------------------------------- fork */
@@ -1099,10 +1003,9 @@ void _hak_heaps_fork_child(hak_heap_t* self) {
    * not exist here: clear its tag, or the slab's remote list (and every
    * remote free into it from the child's threads) would never be collected. */
   if (self == NULL || self == &_hak_heap_empty) return;
-  for (int pass = 0; pass < 2; pass++)
-    for (hak_segment_t* seg = pass ? self->segs_full : self->segs; seg != NULL; seg = seg->next)
-      for (size_t idx = 0; idx < HAK_PAGES_PER_SEG; idx++) {
-        hak_slab_t* s = &seg->slabs[idx];
+  for (hak_member_t* m = self->members; m != NULL; m = m->next)
+    for (uint64_t bits = m->mask; bits != 0; bits &= bits - 1) {
+        hak_slab_t* s = &hak_segment_of(m)->slabs[__builtin_ctzll(bits)];
         uintptr_t v = hak_load_relaxed(&s->xthread_free);
         if (!(v & HAK_XF_NOTIFYING)) continue;   /* read only: no copy-on-write fault */
         hak_store_relaxed(&s->xthread_free, v & ~HAK_XF_NOTIFYING);

@@ -122,6 +122,7 @@ hak_heap_t* _hak_thread_init(void) {
 static void fork_prepare(void) {
   _hak_mesh_fork_prepare();   /* first: a compaction in progress finishes; last: its barrier (mesh.c) */
   _hak_heaps_fork_prepare();
+  _hak_pool_fork_prepare();
   _hak_segments_fork_prepare();
   _hak_large_fork_prepare();
   _hak_bigcache_fork_prepare();
@@ -134,6 +135,7 @@ static void fork_parent(void) {
   _hak_bigcache_fork_parent();
   _hak_large_fork_parent();
   _hak_segments_fork_parent();
+  _hak_pool_fork_parent();
   _hak_heaps_fork_parent();
 }
 static void fork_child(void) {
@@ -143,6 +145,7 @@ static void fork_child(void) {
   _hak_bigcache_fork_child();
   _hak_large_fork_child();
   _hak_segments_fork_child();
+  _hak_pool_fork_child();
   _hak_heaps_fork_child(_hak_tls_heap);
 }
 

@@ -177,13 +177,29 @@ typedef struct hak_slab_s {
 /* ---------------------------------------------------------------- segments */
 typedef enum { HAK_SEG_SMALL = 1, HAK_SEG_LARGE = 2 } hak_seg_kind_t;
 
+/* A small segment's pages belong to the process (pool.c): any heap may put a
+ * slab on any free run.  A member entry says which slabs of the segment one
+ * heap owns (mask: bit = head page); it links the segments a heap has slabs
+ * in, so the heap finds its remote frees (xremote & mask) without a walk of
+ * every segment.  An entry with heap NULL and a mask holds the slabs of
+ * exited threads (at most one per segment).  Entries change under the pool
+ * lock; an owner reads its own mask without it. */
+#define HAK_SEG_MEMBERS 8
+typedef struct hak_member_s {
+  struct hak_heap_s* heap;           /* NULL: abandoned slabs (mask != 0) or a free entry (mask == 0) */
+  uint64_t mask;                     /* the heap's slabs in this segment (head pages) */
+  struct hak_member_s* next;         /* the heap's list of its segments */
+  struct hak_member_s* prev;
+} hak_member_t;
+
 typedef struct hak_segment_s {
   uint32_t kind;
-  uint32_t used_pages;               /* pages in slabs */
-  uint64_t free_pages;               /* bitmap: 1 = page free (page 0 never) */
-  struct hak_heap_s* heap;           /* owner, NULL while abandoned or cached */
-  struct hak_segment_s* next;        /* heap segment list / abandoned / cache */
+  uint32_t used_pages;               /* pages in slabs (small: pool lock) */
+  uint64_t free_pages;               /* bitmap: 1 = page free (page 0 never; pool lock) */
+  struct hak_segment_s* next;        /* the pool's list of segments with free pages / the cache */
   struct hak_segment_s* prev;
+  struct hak_segment_s* abnext;      /* the list of segments with abandoned slabs */
+  struct hak_segment_s* abprev;
   size_t map_size;                   /* bytes mapped at the segment start */
   /* large blocks */
   size_t large_off;                  /* block address - segment address */
@@ -211,7 +227,9 @@ typedef struct hak_segment_s {
    * first remote free since their owner last collected them; set by the
    * freeing thread, taken by the owner (heap.c, heap_collect_remote) */
   _Atomic(uint64_t) xremote;
-  uint8_t abandoned;                 /* on the abandoned list (seg_lock) */
+  uint8_t abandoned;                 /* on the abandoned list (pool lock) */
+  uint8_t in_pool;                   /* on the pool's list of segments with free pages */
+  hak_member_t members[HAK_SEG_MEMBERS];
   /* compaction (mesh.c): pages mapped from the mesh file (roots and
    * aliases), their entries, and the pages a write barrier protects now */
   uint64_t mesh_pages;
@@ -289,8 +307,8 @@ typedef struct hak_heap_s {
   uint32_t borrow_n[HAK_NCLASSES];   /* ... loans from it since the last check, and its used count then */
   uint32_t borrow_used[HAK_NCLASSES];
   hak_slab_t* full;                  /* slabs without room */
-  hak_segment_t* segs;               /* owned segments with free pages */
-  hak_segment_t* segs_full;          /* owned segments without free pages */
+  hak_member_t* members;             /* the segments it has slabs in (their member entries) */
+  uint32_t nsegs;                    /* ... how many */
   _Atomic(uintptr_t) xremote_hint;   /* a segment of this heap has bits in xremote */
   struct hak_heap_s* next_all;       /* registry of all heaps (fork, stats) */
   struct hak_heap_s* next_free;      /* heap pool */
@@ -298,7 +316,7 @@ typedef struct hak_heap_s {
   uint64_t scav_next_ms;             /* scavenge.c: the next pass on the release tick ... */
   uint64_t scav_gap_ms;              /* ... and the gap after it (longer while passes find nothing) */
   uint32_t in_use;
-  uint32_t no_resident;              /* no segment of this heap has a resident free page (heap.c, slab_new) */
+  uint64_t no_resident;              /* the pool's give count when it last found no resident free run + 1 (0: look) */
   uint64_t refills;                  /* mallocs that found the current slab without a free block
                                       * (statistics; every 64th runs the periodic work) */
 } hak_heap_t;
@@ -340,7 +358,8 @@ void  _hak_heaps_fork_child(hak_heap_t* self);
 size_t _hak_usable_size(const void* p, const char* op);
 bool  _hak_is_live_block(const void* p);
 void  _hak_collect_heap(hak_heap_t* heap);
-bool  _hak_abandoned_collect(hak_segment_t* seg);
+uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask);   /* pool lock held */
+void  _hak_slab_clear(hak_slab_t* s);   /* an empty slab's descriptors before its pages go back */
 extern _Atomic(uint64_t) _hak_stat_reclaimed_slabs, _hak_stat_reclaimed_pages, _hak_stat_abandon_pages, _hak_stat_adopt_pages;
 void  _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg);
 
@@ -348,7 +367,7 @@ void  _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg);
 bool  _hak_slab_collect(hak_slab_t* s);
 void  _hak_slab_detach(hak_heap_t* h, hak_slab_t* s);
 void  _hak_slab_attach(hak_heap_t* h, hak_slab_t* s);
-void  _hak_slab_release(hak_heap_t* h, hak_slab_t* s);
+bool  _hak_slab_release(hak_heap_t* h, hak_slab_t* s);   /* true: h's last slab in its segment */
 void  _hak_heap_foreach_slab(hak_heap_t* h, size_t cls, void (*fn)(hak_slab_t*, void*), void* arg);
 
 /* mesh.c: compaction of sparse slabs by meshing (HAKMEM_MESH) */
@@ -389,13 +408,26 @@ void  _hak_segment_unmap(hak_segment_t* seg);
  * secure mode, the last (a guard). */
 #define HAK_SMALL_FREE_PAGES (~(uint64_t)1 & ~((uint64_t)HAK_SECURE << 63))
 void  _hak_segmap_set(hak_segment_t* seg, bool on);
-hak_segment_t* _hak_abandoned_pop(size_t keep);
-void  _hak_abandoned_push(hak_segment_t* seg);
-extern _Atomic(uint64_t) _hak_stat_seg_abandon_total, _hak_stat_seg_adopt_total, _hak_stat_seg_emptied_total;
-extern _Atomic(size_t) _hak_abandoned_pages;
 void  _hak_segment_cache_trim(size_t keep);
 void  _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms);
-void  _hak_abandoned_age(bool force);
+
+/* pool.c: the free pages of all small segments, shared by every heap */
+typedef enum { PAGES_RESIDENT, PAGES_ANY, PAGES_NEW } pages_from_t;
+hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size_t* idx, bool* zero);
+bool  _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned npages);
+void  _hak_pool_abandon(hak_heap_t* h);
+hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* mask);
+void  _hak_pool_abandoned_tick(bool force);
+void  _hak_pool_tick(uint64_t now, uint64_t delay, bool force);
+void  _hak_pool_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n);
+void  _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident);
+void  _hak_pool_fork_prepare(void);
+void  _hak_pool_fork_parent(void);
+void  _hak_pool_fork_child(void);
+extern _Atomic(uint64_t) _hak_pool_gives;
+extern _Atomic(size_t) _hak_pool_segs;
+extern _Atomic(uint64_t) _hak_stat_seg_abandon_total, _hak_stat_seg_adopt_total, _hak_stat_seg_emptied_total;
+extern _Atomic(size_t) _hak_abandoned_pages;
 extern _Atomic(int) _hak_abandoned_hint;   /* a remote free reached an abandoned slab */
 void  _hak_segments_prewarm(size_t bytes);
 void  _hak_segments_fork_prepare(void);

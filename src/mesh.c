@@ -261,8 +261,9 @@ static uint64_t slot_new(void) {
 static void seg_mark(hak_slab_t* s, hak_mesh_t* e) {
   hak_segment_t* seg = hak_segment_of(s);
   seg->mesh[hak_slab_index(s)] = e;
-  if (e) seg->mesh_pages |= page_bit(s);
-  else seg->mesh_pages &= ~page_bit(s);
+  /* atomic: other heaps' slabs share the segment (pool.c) and its word */
+  if (e) __atomic_fetch_or(&seg->mesh_pages, page_bit(s), __ATOMIC_RELAXED);
+  else __atomic_fetch_and(&seg->mesh_pages, ~page_bit(s), __ATOMIC_RELAXED);
 }
 
 /* ---------------------------------------------------------------- blocks */
@@ -495,7 +496,7 @@ void _hak_mesh_page_freed(hak_segment_t* seg, size_t idx) {
   if (e->root != NULL) e->root->naliases--;
   else if (!mesh_off && mesh_fd_ok()) _hak_os_punch(mesh_fd, e->off, HAK_PAGE_SIZE);
   seg->mesh[idx] = NULL;
-  seg->mesh_pages &= ~((uint64_t)1 << idx);
+  __atomic_fetch_and(&seg->mesh_pages, ~((uint64_t)1 << idx), __ATOMIC_RELAXED);
   entry_drop(e);
 }
 

@@ -162,8 +162,8 @@ void _hak_batch_flush(void) {
 
 /* ---------------------------------------------------------------- small memory */
 
-/* Decommit some of a segment's dirty free pages (owner thread, or seg_lock
- * for cached and abandoned segments). */
+/* Decommit some of a segment's dirty free pages (pool lock, or seg_lock for
+ * cached segments). */
 static void decommit_pages(hak_segment_t* seg, uint64_t pages) {
   if (pages == 0 || hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
   uint64_t left = pages;
@@ -198,7 +198,7 @@ void _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay) {
   seg->aged_ms = now;
 }
 
-/* Slab pages just became free in a segment owned by the caller. */
+/* Slab pages just became free in a small segment (pool lock). */
 void _hak_pages_freed(hak_segment_t* seg, uint64_t mask) {
   if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
   if (seg->dirty_pages == 0) seg->dirty_since = _hak_clock_ms();
@@ -228,10 +228,7 @@ void _hak_heap_release_tick(hak_heap_t* h) {
   uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
   h->next_release_ms = now + (delay / 2 > 1 ? delay / 2 : 1);   /* a page goes after 1..2 ticks */
   bool force = _hak_retained_over_target();
-  for (hak_segment_t* seg = h->segs; seg; seg = seg->next) {
-    if (force) _hak_segment_decommit_free_pages(seg);
-    else if (seg->dirty_pages | seg->dirty_old) _hak_segment_age(seg, now, delay);
-  }
+  _hak_pool_tick(now, delay, force);
   _hak_segment_cache_decommit(force ? 0 : delay, now);
   _hak_scavenge_tick(h, now, delay);
   uint64_t age = (uint64_t)hak_opt(BIGCACHE_AGE_MS);

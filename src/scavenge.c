@@ -132,7 +132,7 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
     }
     /* an advised half of the segment is advised no more, or khugepaged
      * would fill the pages back in (thp.c) */
-    if (seg->thp & 3) _hak_thp_demote(seg, (unsigned)idx, s->npages);
+    _hak_pool_thp_demote(seg, (unsigned)idx, s->npages);
     /* DONTNEED (not the release policy's MADV_FREE option): the pages must
      * read as zeros from now on, which the checks below rely on */
     _hak_os_advise(start + j * HAK_OS_PAGE, (k - j) * HAK_OS_PAGE, MADV_DONTNEED);

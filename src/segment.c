@@ -1,17 +1,16 @@
 /* SuperSlabs (segments): 4 MiB-aligned OS reservations.  A small segment is
- * carved into 64 KiB slab pages owned by one heap; a large segment holds one
- * large block.  Alignment makes pointer -> segment a mask, and the segment map
- * makes "is this ours?" one bit test.  Empty segments go to a small cache,
- * segments of exited threads to the abandoned list for adoption. */
+ * carved into 64 KiB slab pages, which the page pool (pool.c) lends to any
+ * heap; a large segment holds one large block.  Alignment makes pointer ->
+ * segment a mask, and the segment map makes "is this ours?" one byte test.
+ * Empty segments go to a small cache. */
 #include "internal.h"
 #include <errno.h>
 
 _Atomic(uint8_t) _hak_segmap[HAK_SEGMAP_SIZE];
 _Atomic(size_t) _hak_seg_count, _hak_seg_small, _hak_seg_cached, _hak_seg_abandoned;
 
-static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;   /* cache + abandoned */
+static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;   /* the cache */
 static hak_segment_t* seg_cache;
-static hak_segment_t* seg_abandoned;
 static _Atomic(uintptr_t) seg_hint;
 
 void _hak_segmap_set(hak_segment_t* seg, bool on) {
@@ -63,7 +62,6 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
   seg->kind = kind;
   seg->used_pages = 0;
   seg->free_pages = kind == HAK_SEG_SMALL ? HAK_SMALL_FREE_PAGES : 0;
-  seg->heap = NULL;
   seg->next = seg->prev = NULL;
   seg->map_size = map_size;
   seg->large_off = large_off;
@@ -85,7 +83,6 @@ void _hak_segment_unmap(hak_segment_t* seg) {
 
 static void seg_cache_push(hak_segment_t* seg) {
   pthread_mutex_lock(&seg_lock);
-  seg->heap = NULL;
   seg->next = seg_cache;
   seg_cache = seg;
   atomic_fetch_add_explicit(&_hak_seg_cached, 1, memory_order_relaxed);
@@ -143,97 +140,6 @@ void _hak_segments_prewarm(size_t bytes) {
     seg->dirty_since = _hak_clock_ms();
     atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(seg->dirty_pages) << HAK_PAGE_SHIFT, memory_order_relaxed);
     seg_cache_push(seg);
-  }
-}
-
-/* ---------------------------------------------------------------- abandoned segments
- * Segments of exited threads, with live blocks, wait here for a heap that
- * needs memory (heap.c adopts one when it has no resident free page left);
- * meanwhile the clock below collects the remote frees that reach them and
- * frees those that empty.  Doubly linked: the clock unlinks from the middle. */
-_Atomic(uint64_t) _hak_stat_seg_abandon_total, _hak_stat_seg_adopt_total, _hak_stat_seg_emptied_total;
-_Atomic(size_t) _hak_abandoned_pages;
-
-static void abandoned_unlink(hak_segment_t* seg) {
-  if (seg->prev) seg->prev->next = seg->next;
-  else seg_abandoned = seg->next;
-  if (seg->next) seg->next->prev = seg->prev;
-  seg->next = seg->prev = NULL;
-  seg->abandoned = 0;
-  atomic_fetch_sub_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&_hak_abandoned_pages, seg->used_pages, memory_order_relaxed);
-}
-
-void _hak_abandoned_push(hak_segment_t* seg) {
-  pthread_mutex_lock(&seg_lock);
-  seg->heap = NULL;
-  seg->prev = NULL;
-  seg->next = seg_abandoned;
-  if (seg_abandoned) seg_abandoned->prev = seg;
-  seg_abandoned = seg;
-  seg->abandoned = 1;
-  atomic_fetch_add_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&_hak_abandoned_pages, seg->used_pages, memory_order_relaxed);
-  atomic_fetch_add_explicit(&_hak_stat_seg_abandon_total, 1, memory_order_relaxed);
-  pthread_mutex_unlock(&seg_lock);
-}
-
-/* Take an abandoned segment, unless no more than `keep` wait. */
-hak_segment_t* _hak_abandoned_pop(size_t keep) {
-  if (hak_load_relaxed(&_hak_seg_abandoned) <= keep) return NULL;
-  pthread_mutex_lock(&seg_lock);
-  hak_segment_t* seg = hak_load_relaxed(&_hak_seg_abandoned) > keep ? seg_abandoned : NULL;
-  if (seg) {
-    abandoned_unlink(seg);
-    atomic_fetch_add_explicit(&_hak_stat_seg_adopt_total, 1, memory_order_relaxed);
-  }
-  pthread_mutex_unlock(&seg_lock);
-  return seg;
-}
-
-/* The clock of abandoned segments (no owner ticks them), driven by heaps'
- * slow paths and thread exits: collect the remote frees that reached them
- * and free the segments that emptied -- at once when a remote free into an
- * abandoned slab raised the hint (at most once a millisecond), and with the
- * page aging every half decommit delay, process-wide. */
-_Atomic(int) _hak_abandoned_hint;
-void _hak_abandoned_age(bool force) {
-  static _Atomic(uint64_t) next_age_ms, next_collect_ms;
-  if (hak_load_relaxed(&_hak_seg_abandoned) == 0) return;
-  uint64_t now = _hak_clock_ms(), delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
-  uint64_t due = hak_load_relaxed(&next_age_ms);
-  bool age = force || (now >= due && atomic_compare_exchange_strong(&next_age_ms, &due, now + (delay / 2 > 1 ? delay / 2 : 1)));
-  if (!age) {
-    due = hak_load_relaxed(&next_collect_ms);
-    if (!hak_load_relaxed(&_hak_abandoned_hint) || now < due ||
-        !atomic_compare_exchange_strong(&next_collect_ms, &due, now + 1))
-      return;
-  }
-  hak_store_relaxed(&_hak_abandoned_hint, 0);
-  hak_segment_t* emptied = NULL;
-  pthread_mutex_lock(&seg_lock);
-  for (hak_segment_t *seg = seg_abandoned, *next; seg; seg = next) {
-    next = seg->next;
-    uint32_t pages = seg->used_pages;
-    bool empty = _hak_abandoned_collect(seg);
-    atomic_fetch_sub_explicit(&_hak_abandoned_pages, pages - seg->used_pages, memory_order_relaxed);
-    if (empty) {
-      abandoned_unlink(seg);
-      atomic_fetch_add_explicit(&_hak_stat_seg_emptied_total, 1, memory_order_relaxed);
-      seg->next = emptied;
-      emptied = seg;
-    } else if (force) {
-      _hak_segment_decommit_free_pages(seg);
-    } else if (age && (seg->dirty_pages | seg->dirty_old)) {
-      _hak_segment_age(seg, now, delay);
-    }
-  }
-  pthread_mutex_unlock(&seg_lock);
-  while (emptied != NULL) {   /* outside the lock: the segment cache takes it */
-    hak_segment_t* seg = emptied;
-    emptied = seg->next;
-    seg->next = NULL;
-    _hak_segment_free(seg);
   }
 }
 

@@ -3,6 +3,7 @@
 #include "os.c"
 #include "options.c"
 #include "segment.c"
+#include "pool.c"
 #include "thp.c"
 #include "heap.c"
 #include "large.c"

@@ -606,6 +606,91 @@ static int run_successor(void) {
   return 0;
 }
 
+/* ---- share --------------------------------------------------------------- */
+/* Pages belong to the process (src/pool.c): a thread fills 16 MiB of 256 B
+ * blocks and frees them but one block in every fourth 64 KiB page, so its
+ * segments keep live slabs and cannot go to the segment cache; it stays
+ * alive.  A second thread then allocates 8 MiB of blocks of another size:
+ * they must go into the first thread's free pages, with no new mapping and
+ * no mapped byte more.  (With pages owned per heap the second thread mapped
+ * 8 MiB of new segments.) */
+#define SHARE_BYTES (16 << 20)
+#define SHARE_SIZE 256
+static void** share_blocks;
+static pthread_barrier_t share_bar;
+static void* share_first(void* arg) {
+  (void)arg;
+  size_t n = SHARE_BYTES / SHARE_SIZE;
+  uintptr_t kept_page = 0;
+  for (size_t i = 0; i < n; i++) {
+    share_blocks[i] = t_malloc(SHARE_SIZE);
+    if (share_blocks[i] == NULL) { fail("share: out of memory"); break; }
+    memset(share_blocks[i], 0x5A, SHARE_SIZE);
+  }
+  for (size_t i = 0; i < n; i++) {
+    uintptr_t page = (uintptr_t)share_blocks[i] >> 16;
+    if (page % 4 == 0 && page != kept_page) {   /* keep the first block of every fourth page */
+      kept_page = page;
+      continue;
+    }
+    t_free(share_blocks[i]);
+    share_blocks[i] = NULL;
+  }
+  pthread_barrier_wait(&share_bar);   /* the second thread allocates */
+  pthread_barrier_wait(&share_bar);   /* ... and is done */
+  for (size_t i = 0; i < n; i++) {
+    if (share_blocks[i] == NULL) continue;
+    for (int k = 0; k < SHARE_SIZE; k++)
+      if (((unsigned char*)share_blocks[i])[k] != 0x5A) { fail("share: kept block %zu changed", i); break; }
+    t_free(share_blocks[i]);
+  }
+  return NULL;
+}
+static void* share_second(void* arg) {
+  size_t* out = arg;   /* [0] mmap calls, [1] mapped bytes: before; [2], [3]: after */
+  pthread_barrier_wait(&share_bar);
+  hak_os_stats_t st;
+  t_os_stats(&st);
+  out[0] = st.mmap_calls;
+  out[1] = st.mapped_bytes;
+  size_t n = (SHARE_BYTES / 2) / 1000;
+  void** v = calloc(n, sizeof *v);
+  for (size_t i = 0; i < n; i++) {
+    v[i] = t_malloc(1000);
+    if (v[i] == NULL) { fail("share: out of memory"); break; }
+    memset(v[i], 0xA5, 1000);
+  }
+  t_os_stats(&st);
+  out[2] = st.mmap_calls;
+  out[3] = st.mapped_bytes;
+  for (size_t i = 0; i < n; i++) t_free(v[i]);
+  free(v);
+  pthread_barrier_wait(&share_bar);
+  return NULL;
+}
+static int run_share(void) {
+  printf("share: a live thread frees 3/4 of 16 MiB of %d B blocks (every fourth page keeps one); another "
+         "thread allocates 8 MiB of 1000 B blocks\n", SHARE_SIZE);
+  if (!ht_has_hakmem()) {
+    printf("  (not hakmem: skipped)\n");
+    return 0;
+  }
+  share_blocks = calloc(SHARE_BYTES / SHARE_SIZE, sizeof *share_blocks);
+  size_t out[4] = {0};
+  pthread_barrier_init(&share_bar, NULL, 2);
+  pthread_t a, b;
+  pthread_create(&a, NULL, share_first, NULL);
+  pthread_create(&b, NULL, share_second, out);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  pthread_barrier_destroy(&share_bar);
+  free(share_blocks);
+  printf("  second thread: %zu mmap calls, mapped %zu -> %zu KiB\n", out[2] - out[0], out[1] >> 10, out[3] >> 10);
+  if (out[2] != out[0]) fail("the second thread mapped memory (%zu calls) beside the first one's free pages", out[2] - out[0]);
+  if (out[3] > out[1]) fail("mapped bytes grew from %zu to %zu KiB", out[1] >> 10, out[3] >> 10);
+  return 0;
+}
+
 /* ---- scavenge ----------------------------------------------------------- */
 /* Scavenging (src/scavenge.c): the free 4 KiB pages inside sparse slabs are
  * given back while other threads free blocks of those slabs, and the blocks
@@ -930,6 +1015,8 @@ int main(int argc, char** argv) {
     run_reuse();
   if (strcmp(mode, "successor") == 0 || strcmp(mode, "all") == 0)
     run_successor();
+  if (strcmp(mode, "share") == 0 || strcmp(mode, "all") == 0)
+    run_share();
   if (strcmp(mode, "join") == 0 || strcmp(mode, "all") == 0)
     run_join();
   if (strcmp(mode, "scavenge") == 0 || strcmp(mode, "all") == 0)

@@ -26,5 +26,7 @@ run "reuse of an exited thread's freed blocks" $T/test-threads-release reuse
 run "reuse, debug library" $T/test-threads-debug reuse
 run "the exited thread's segment goes to its successor, not to a heap with room of its own" $T/test-threads-release successor
 run "successor, debug library" $T/test-threads-debug successor
+run "pages a live thread freed serve another thread without a new mapping" $T/test-threads-release share
+run "share, debug library" $T/test-threads-debug share
 run "moves: large blocks growing by realloc while others map, 4 threads" $T/test-threads-release moves 4
 run "moves, no segment cache" env HAKMEM_SEG_CACHE=0 $T/test-threads-release moves 4

@@ -10,6 +10,7 @@ run "handoff under TSan, 500 threads" $T/test-threads-tsan handoff 500
 run "bounded under TSan, 8 threads x 3 rounds" $T/test-threads-tsan bounded 8 3 100
 run "fork under TSan, 30 forks" $T/test-threads-tsan fork 30 2
 run "successor under TSan" $T/test-threads-tsan successor
+run "share under TSan" $T/test-threads-tsan share
 run "join under TSan" $T/test-threads-tsan join
 run "scavenge under TSan, 4 threads" $T/test-threads-tsan scavenge 4
 run "moves under TSan, 4 threads" env HT_MOVES_ITERS=100 $T/test-threads-tsan moves 4

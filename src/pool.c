@@ -1,0 +1,378 @@
+/* The page pool: the free pages of every small segment belong to the process,
+ * not to a heap.  Any heap takes a run of pages for a slab from any segment
+ * and gives an empty slab's pages back at once, under one lock, without a
+ * syscall; the pages age and are decommitted here, process-wide.  Segments
+ * keep a member entry per heap that has slabs in them (internal.h), which is
+ * how a heap finds its remote frees and how exited threads' slabs wait for
+ * an adopter (the abandoned list). */
+#include "internal.h"
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static hak_segment_t* pool_avail;       /* small segments with free pages (not cached) */
+static hak_segment_t* pool_abandoned;   /* segments with an abandoned entry */
+_Atomic(uint64_t) _hak_pool_gives;      /* slabs given back so far: heaps' "look again" epoch */
+_Atomic(size_t) _hak_pool_segs;         /* segments on pool_avail */
+_Atomic(int) _hak_abandoned_hint;       /* a remote free reached an abandoned slab */
+_Atomic(uint64_t) _hak_stat_seg_abandon_total, _hak_stat_seg_adopt_total, _hak_stat_seg_emptied_total;
+_Atomic(size_t) _hak_abandoned_pages;
+
+/* How many segments of the pool (beyond the heap's own) a heap looks at for
+ * a free run before it takes the next option: the list is most recently
+ * freed first, where resident pages are. */
+#define POOL_SCAN 64
+
+void _hak_pool_lock(void) { pthread_mutex_lock(&pool_lock); }
+void _hak_pool_unlock(void) { pthread_mutex_unlock(&pool_lock); }
+
+/* ---------------------------------------------------------------- lists (pool lock) */
+static void avail_link(hak_segment_t* seg) {
+  if (seg->in_pool) return;
+  seg->prev = NULL;
+  seg->next = pool_avail;
+  if (pool_avail) pool_avail->prev = seg;
+  pool_avail = seg;
+  seg->in_pool = 1;
+  atomic_fetch_add_explicit(&_hak_pool_segs, 1, memory_order_relaxed);
+}
+static void avail_unlink(hak_segment_t* seg) {
+  if (!seg->in_pool) return;
+  if (seg->prev) seg->prev->next = seg->next;
+  else pool_avail = seg->next;
+  if (seg->next) seg->next->prev = seg->prev;
+  seg->next = seg->prev = NULL;
+  seg->in_pool = 0;
+  atomic_fetch_sub_explicit(&_hak_pool_segs, 1, memory_order_relaxed);
+}
+static void ab_link(hak_segment_t* seg) {
+  if (seg->abandoned) return;
+  seg->abprev = NULL;
+  seg->abnext = pool_abandoned;
+  if (pool_abandoned) pool_abandoned->abprev = seg;
+  pool_abandoned = seg;
+  seg->abandoned = 1;
+  atomic_fetch_add_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&_hak_stat_seg_abandon_total, 1, memory_order_relaxed);
+}
+static void ab_unlink(hak_segment_t* seg) {
+  if (!seg->abandoned) return;
+  if (seg->abprev) seg->abprev->abnext = seg->abnext;
+  else pool_abandoned = seg->abnext;
+  if (seg->abnext) seg->abnext->abprev = seg->abprev;
+  seg->abnext = seg->abprev = NULL;
+  seg->abandoned = 0;
+  atomic_fetch_sub_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------- member entries (pool lock) */
+/* h's entry in seg (h NULL: the abandoned entry), or NULL. */
+static hak_member_t* member_of(hak_segment_t* seg, const hak_heap_t* h) {
+  for (size_t i = 0; i < HAK_SEG_MEMBERS; i++)
+    if (seg->members[i].mask != 0 && seg->members[i].heap == h) return &seg->members[i];
+  return NULL;
+}
+static hak_member_t* member_slot(hak_segment_t* seg) {
+  for (size_t i = 0; i < HAK_SEG_MEMBERS; i++)
+    if (seg->members[i].mask == 0) return &seg->members[i];
+  return NULL;
+}
+/* Can h put a slab in seg: it has an entry there, or a free one is left. */
+static bool member_room(hak_segment_t* seg, const hak_heap_t* h) {
+  return member_of(seg, h) != NULL || member_slot(seg) != NULL;
+}
+static void member_link(hak_heap_t* h, hak_member_t* m) {
+  m->heap = h;
+  m->prev = NULL;
+  m->next = h->members;
+  if (h->members) h->members->prev = m;
+  h->members = m;
+  h->nsegs++;
+}
+static void member_unlink(hak_heap_t* h, hak_member_t* m) {
+  if (m->prev) m->prev->next = m->next;
+  else h->members = m->next;
+  if (m->next) m->next->prev = m->prev;
+  m->next = m->prev = NULL;
+  m->heap = NULL;
+  h->nsegs--;
+}
+static void member_add(hak_heap_t* h, hak_segment_t* seg, size_t idx) {
+  hak_member_t* m = member_of(seg, h);
+  if (m == NULL) {
+    m = member_slot(seg);
+    hak_assert(m != NULL);
+    member_link(h, m);
+  }
+  m->mask |= (uint64_t)1 << idx;
+}
+/* Slab idx of h (NULL: abandoned) leaves seg; true when that was h's last there. */
+static bool member_drop(hak_heap_t* h, hak_segment_t* seg, size_t idx) {
+  hak_member_t* m = member_of(seg, h);
+  hak_assert(m != NULL && (m->mask >> idx & 1));
+  m->mask &= ~((uint64_t)1 << idx);
+  if (m->mask != 0) return false;
+  if (h != NULL) member_unlink(h, m);
+  else ab_unlink(seg);
+  return true;
+}
+
+/* ---------------------------------------------------------------- taking pages */
+/* The first run of n set bits in bits (64: none); from the top for blocks
+ * that span pages, from the bottom for the others, so that in a segment they
+ * meet in the middle: huge pages back the dense half (thp.c, _hak_thp_slab). */
+static size_t find_run(uint64_t bits, unsigned n, bool top) {
+  uint64_t x = bits;
+  for (unsigned i = 1; i < n && x; i++) x &= bits >> i;
+  if (!x) return 64;
+  return top ? 63 - (size_t)__builtin_clzll(x) : (size_t)__builtin_ctzll(x);
+}
+static size_t seg_run(const hak_segment_t* seg, pages_from_t from, unsigned n, bool top) {
+  return find_run(from == PAGES_RESIDENT ? seg->free_pages & seg->dirty_pages : seg->free_pages, n, top && seg->thp != 0);
+}
+
+/* Pages [idx, idx + n) of seg become a slab of h (pool lock). */
+static bool pool_claim(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned npages, uint32_t bsize, bool* zero) {
+  uint64_t mask = (((uint64_t)1 << npages) - 1) << idx;
+  _hak_thp_slab(seg, idx, npages, bsize);
+  /* secure: pages never used are PROT_NONE; no more mappings
+   * (vm.max_map_count) is out of memory */
+  *zero = false;
+  if (HAK_SECURE && (mask & ~seg->sec_open)) {
+    if (!_hak_secure_slab_pages(seg, idx, npages)) return false;
+    *zero = (mask & seg->sec_open) == 0;
+    seg->sec_open |= mask;
+  }
+  seg->free_pages &= ~mask;
+  seg->used_pages += npages;
+  _hak_pages_reused(seg, mask);
+  /* a bit left from the slab that had these pages before would hide the
+   * first remote free into the new one (remote_notify skips a set bit) */
+  atomic_fetch_and_explicit(&seg->xremote, ~((uint64_t)1 << idx), memory_order_relaxed);
+  member_add(h, seg, idx);
+  if (seg->free_pages == 0) avail_unlink(seg);
+  atomic_fetch_add_explicit(&_hak_stat_slab_pages, npages, memory_order_relaxed);
+  return true;
+}
+
+/* A run of pages for a slab of class cls of heap h: from the segments h has
+ * slabs in, then from any segment of the pool (PAGES_RESIDENT: only pages
+ * still resident, no fault; PAGES_ANY: any free run), or from a new segment
+ * (PAGES_NEW).  NULL when there is none (or no memory). */
+hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size_t* idx_out, bool* zero) {
+  unsigned npages = _hak_class_pages[cls];
+  uint32_t bsize = _hak_class_size[cls];
+  /* blocks that span pages go from the top of segments advised for huge
+   * pages (find_run); elsewhere the order does not matter and stays */
+  bool top = bsize > HAK_OS_PAGE;
+  hak_segment_t* seg = NULL;
+  size_t idx = 64;
+  if (from != PAGES_NEW) {
+    pthread_mutex_lock(&pool_lock);
+    for (hak_member_t* m = h->members; m != NULL && seg == NULL; m = m->next) {
+      hak_segment_t* g = hak_segment_of(m);
+      if ((idx = seg_run(g, from, npages, top)) < 64) seg = g;
+    }
+    int k = 0;
+    for (hak_segment_t* g = pool_avail; g != NULL && seg == NULL && k < POOL_SCAN; g = g->next, k++)
+      if (member_room(g, h) && (idx = seg_run(g, from, npages, top)) < 64) seg = g;
+    if (seg == NULL) {
+      pthread_mutex_unlock(&pool_lock);
+      return NULL;
+    }
+  } else {
+    seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, (size_t)h->nsegs << HAK_SEG_SHIFT, bsize);
+    if (seg == NULL) return NULL;
+    pthread_mutex_lock(&pool_lock);   /* nobody else knows seg yet */
+    idx = find_run(seg->free_pages, npages, top && seg->thp != 0);
+    avail_link(seg);
+  }
+  bool ok = pool_claim(h, seg, idx, npages, bsize, zero);
+  pthread_mutex_unlock(&pool_lock);
+  if (!ok) return NULL;
+  *idx_out = idx;
+  return seg;
+}
+
+/* ---------------------------------------------------------------- giving pages back */
+/* The pages of h's empty slab at idx (its descriptors cleared: heap.c) go back
+ * to the pool (pool lock).  Returns the segment when it emptied (the caller
+ * frees it after unlocking); *gone says h has no slab left in it. */
+static hak_segment_t* pool_give_locked(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n, bool* gone) {
+  uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
+  *gone = member_drop(h, seg, idx);
+  atomic_fetch_and_explicit(&seg->xremote, ~((uint64_t)1 << idx), memory_order_relaxed);
+  atomic_fetch_sub_explicit(&_hak_stat_slab_pages, n, memory_order_relaxed);
+  atomic_fetch_add_explicit(&_hak_pool_gives, 1, memory_order_relaxed);
+  seg->free_pages |= mask;
+  seg->used_pages -= n;
+  bool empty = seg->used_pages == 0;
+  if (!empty || hak_load_relaxed(&_hak_seg_cached) < (size_t)hak_opt(SEG_CACHE))
+    _hak_pages_freed(seg, mask);   /* else the whole segment is unmapped */
+  if (!empty) {
+    avail_link(seg);
+    return NULL;
+  }
+  hak_assert(member_slot(seg) == &seg->members[0] && !seg->abandoned);
+  avail_unlink(seg);
+  return seg;
+}
+
+bool _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n) {
+  bool gone;
+  pthread_mutex_lock(&pool_lock);
+  hak_segment_t* empty = pool_give_locked(h, seg, idx, n, &gone);
+  pthread_mutex_unlock(&pool_lock);
+  if (empty != NULL) _hak_segment_free(empty);
+  return gone;
+}
+
+/* ---------------------------------------------------------------- exited threads */
+/* h's thread exits: its slabs (marked abandoned by heap.c) wait in their
+ * segments' abandoned entries for an adopter. */
+void _hak_pool_abandon(hak_heap_t* h) {
+  pthread_mutex_lock(&pool_lock);
+  while (h->members != NULL) {
+    hak_member_t* m = h->members;
+    hak_segment_t* seg = hak_segment_of(m);
+    uint64_t mask = m->mask;
+    member_unlink(h, m);   /* m->heap = NULL: m is an abandoned entry now ... */
+    hak_member_t* a = NULL;
+    for (size_t i = 0; i < HAK_SEG_MEMBERS; i++)
+      if (&seg->members[i] != m && seg->members[i].heap == NULL && seg->members[i].mask != 0) a = &seg->members[i];
+    if (a != NULL) {   /* ... unless the segment has one: one per segment */
+      a->mask |= mask;
+      m->mask = 0;
+    }
+    ab_link(seg);
+  }
+  pthread_mutex_unlock(&pool_lock);
+}
+
+/* Take the abandoned slabs of one segment, unless no more than `keep`
+ * segments wait: they become h's (the caller collects them); their mask. */
+hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* mask) {
+  if (hak_load_relaxed(&_hak_seg_abandoned) <= keep) return NULL;
+  pthread_mutex_lock(&pool_lock);
+  hak_segment_t* seg = hak_load_relaxed(&_hak_seg_abandoned) > keep ? pool_abandoned : NULL;
+  if (seg != NULL) {
+    ab_unlink(seg);
+    hak_member_t* a = member_of(seg, NULL);
+    hak_member_t* mine = member_of(seg, h);
+    *mask = a->mask;
+    if (mine != NULL) {
+      mine->mask |= a->mask;
+      a->mask = 0;
+    } else {
+      member_link(h, a);
+    }
+    atomic_fetch_add_explicit(&_hak_stat_seg_adopt_total, 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&pool_lock);
+  return seg;
+}
+
+/* The clock of abandoned slabs (nobody owns them), driven by heaps' slow
+ * paths and thread exits: collect the remote frees that reached them and
+ * give back the slabs those emptied -- at once when a remote free into an
+ * abandoned slab raised the hint (at most once a millisecond), else every
+ * half decommit delay.  (Their segments' empty pages age with the pool.) */
+void _hak_pool_abandoned_tick(bool force) {
+  static _Atomic(uint64_t) next_age_ms, next_collect_ms;
+  if (hak_load_relaxed(&_hak_seg_abandoned) == 0) return;
+  uint64_t now = _hak_clock_ms(), delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
+  uint64_t due = hak_load_relaxed(&next_age_ms);
+  bool age = force || (now >= due && atomic_compare_exchange_strong(&next_age_ms, &due, now + (delay / 2 > 1 ? delay / 2 : 1)));
+  if (!age) {
+    due = hak_load_relaxed(&next_collect_ms);
+    if (!hak_load_relaxed(&_hak_abandoned_hint) || now < due ||
+        !atomic_compare_exchange_strong(&next_collect_ms, &due, now + 1))
+      return;
+  }
+  hak_store_relaxed(&_hak_abandoned_hint, 0);
+  hak_segment_t* emptied = NULL;
+  pthread_mutex_lock(&pool_lock);
+  for (hak_segment_t *seg = pool_abandoned, *next; seg; seg = next) {
+    next = seg->abnext;
+    hak_member_t* a = member_of(seg, NULL);
+    uint64_t bits = _hak_abandoned_collect(seg, a->mask);   /* the slabs the remote frees emptied */
+    while (bits != 0) {
+      size_t idx = (size_t)__builtin_ctzll(bits);
+      bits &= bits - 1;
+      unsigned n = seg->slabs[idx].npages;
+      _hak_slab_clear(&seg->slabs[idx]);
+      atomic_fetch_sub_explicit(&_hak_abandoned_pages, n, memory_order_relaxed);
+      bool gone;
+      hak_segment_t* e = pool_give_locked(NULL, seg, idx, n, &gone);
+      if (e != NULL) {
+        atomic_fetch_add_explicit(&_hak_stat_seg_emptied_total, 1, memory_order_relaxed);
+        e->next = emptied;
+        emptied = e;
+      }
+      if (gone) break;
+    }
+  }
+  pthread_mutex_unlock(&pool_lock);
+  while (emptied != NULL) {   /* outside the lock: the segment cache takes it */
+    hak_segment_t* seg = emptied;
+    emptied = seg->next;
+    seg->next = NULL;
+    _hak_segment_free(seg);
+  }
+}
+
+/* ---------------------------------------------------------------- aging */
+/* The pool's page clock, process-wide (any heap's release tick drives it, at
+ * most once per half decommit delay): pages empty since the previous
+ * snapshot are decommitted (release.c, _hak_segment_age); `force`: every
+ * resident free page now (over the lean target, malloc_trim). */
+void _hak_pool_tick(uint64_t now, uint64_t delay, bool force) {
+  static _Atomic(uint64_t) next_ms;
+  if (!force) {
+    uint64_t due = hak_load_relaxed(&next_ms);
+    if (now < due || !atomic_compare_exchange_strong(&next_ms, &due, now + (delay / 2 > 1 ? delay / 2 : 1))) return;
+  }
+  pthread_mutex_lock(&pool_lock);
+  for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next) {
+    if (force) _hak_segment_decommit_free_pages(seg);
+    else if (seg->dirty_pages | seg->dirty_old) _hak_segment_age(seg, now, delay);
+  }
+  pthread_mutex_unlock(&pool_lock);
+}
+
+/* Pages [lo, lo + n) of seg lose their huge-page advice (scavenge.c gives
+ * pages of a slab back: the segment's advice is the pool's). */
+void _hak_pool_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n) {
+  pthread_mutex_lock(&pool_lock);
+  if (seg->thp & 3) _hak_thp_demote(seg, lo, n);
+  pthread_mutex_unlock(&pool_lock);
+}
+
+/* Where the pool's pages are (stats.c): segments with free pages, their free
+ * pages and of those the resident ones. */
+void _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident) {
+  *segs = *free_pages = *resident = 0;
+  pthread_mutex_lock(&pool_lock);
+  for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next) {
+    ++*segs;
+    *free_pages += (size_t)__builtin_popcountll(seg->free_pages);
+    *resident += (size_t)__builtin_popcountll(seg->free_pages & seg->dirty_pages);
+  }
+  pthread_mutex_unlock(&pool_lock);
+}
+
+#if HAK_DEBUG >= 2
+/* Every member entry of seg agrees with its slabs: masks disjoint, each bit a
+ * slab head whose owner is the entry's heap (or abandoned). */
+bool _hak_pool_seg_valid(hak_segment_t* seg) {
+  uint64_t seen = 0;
+  for (size_t i = 0; i < HAK_SEG_MEMBERS; i++) {
+    hak_member_t* m = &seg->members[i];
+    if ((m->mask & seen) != 0) return false;
+    seen |= m->mask;
+  }
+  return (seen & seg->free_pages) == 0;
+}
+#endif
+
+void _hak_pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
+void _hak_pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
+void _hak_pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }
