@@ -464,17 +464,22 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
     /* (a heap that found no resident free page skips the pool's walk until
      * some heap gives pages back: a run of loans comes here per malloc) */
     uint64_t gives = hak_load_relaxed(&_hak_pool_gives) + 1;
-    s = h->no_resident == gives ? NULL : slab_new(h, cls, PAGES_RESIDENT);
+    s = h->no_resident == gives ? NULL : slab_new(h, cls, PAGES_OWN);
     if (s == NULL) {
-      if (_hak_class_pages[cls] == 1) h->no_resident = gives;   /* (a longer run may just not fit) */
       /* A heap that has slabs leaves the last abandoned segment to a thread
        * that has none (the successor of the thread that left it), unless
        * the pool has no room at all: else the newcomer takes new pages
-       * while this heap sits on the adopted slabs' free room. */
+       * while this heap sits on the adopted slabs' free room.  Adopting
+       * comes before other heaps' resident pages: an exited thread's slabs
+       * have room, and left alone they only drain. */
       bool has_segs = h->members != NULL;
       uint64_t abmask = 0;
       hak_segment_t* ab = _hak_pool_adopt(h, has_segs ? 1 : 0, &abmask);
-      if (ab == NULL) {
+      if (ab == NULL && h->no_resident != gives) {
+        s = slab_new(h, cls, PAGES_RESIDENT);
+        if (s == NULL && _hak_class_pages[cls] == 1) h->no_resident = gives;   /* (a longer run may just not fit) */
+      }
+      if (ab == NULL && s == NULL) {
         if (any_class && hak_opt(LEND)) {   /* before new pages: a sparse slab of a larger class */
           void* b = heap_borrow(h, cls, req);
           if (b != NULL) return b;

@@ -146,6 +146,7 @@ static void fork_child(void) {
   _hak_large_fork_child();
   _hak_segments_fork_child();
   _hak_pool_fork_child();
+  _hak_background_fork_child();
   _hak_heaps_fork_child(_hak_tls_heap);
 }
 

@@ -208,6 +208,7 @@ typedef struct hak_segment_s {
   uint32_t huge_aligned;             /* in the huge-alignment table, not the segment map */
   uint64_t dirty_pages;              /* free pages still resident (release policy) */
   uint64_t dirty_old;                /* ... of them, those already dirty at the snapshot taken at aged_ms */
+  uint64_t dirty_old2;               /* ... and at the snapshot before (release.c, _hak_segment_age) */
   uint64_t aged_ms;
   uint64_t dirty_since;              /* ms when dirty_pages last became non-empty (cached segments) */
   size_t large_peak;                 /* largest size this mapping served (touched extent) */
@@ -412,7 +413,9 @@ void  _hak_segment_cache_trim(size_t keep);
 void  _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms);
 
 /* pool.c: the free pages of all small segments, shared by every heap */
-typedef enum { PAGES_RESIDENT, PAGES_ANY, PAGES_NEW } pages_from_t;
+/* where a slab's pages may come from: resident free pages of the heap's own
+ * segments, of any segment; any free run; a new segment */
+typedef enum { PAGES_OWN, PAGES_RESIDENT, PAGES_ANY, PAGES_NEW } pages_from_t;
 hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size_t* idx, bool* zero);
 bool  _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned npages);
 void  _hak_pool_abandon(hak_heap_t* h);
@@ -571,6 +574,11 @@ void  _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay);
 void  _hak_pages_freed(hak_segment_t* seg, uint64_t mask);
 void  _hak_pages_reused(hak_segment_t* seg, uint64_t mask);
 void  _hak_heap_release_tick(hak_heap_t* h);
+void  _hak_release_pass(uint64_t now);
+/* background.c: the release clock of an idle program (HAKMEM_BACKGROUND) */
+void  _hak_background_wake(void);
+bool  _hak_background_running(void);
+void  _hak_background_fork_child(void);
 void  _hak_release_stats(uint64_t* calls, uint64_t* bytes, uint64_t* unmapped, size_t* parked, size_t* parked_mapped);
 void  _hak_release_fork_prepare(void);
 void  _hak_release_fork_parent(void);

@@ -298,6 +298,7 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   }
   if (seg->site == HAK_SITE_NONE) {
     if (!_hak_bigcache_put(seg)) _hak_release_large(seg);
+    _hak_background_wake();   /* the cache's blocks age while the program idles */
   } else {
     uint64_t t0;
     uint32_t sidx = seg->site;

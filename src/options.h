@@ -36,6 +36,8 @@ typedef enum {
     "empty memory is decommitted once it has been empty this long") \
   X(LEAN_TARGET_MB, "HAKMEM_LEAN_TARGET_MB", INT, 4096, 64, 0, 0, 1048576, \
     "empty memory kept resident; above it, empty memory is released at once") \
+  X(BACKGROUND,   "HAKMEM_BACKGROUND",   BOOL, 0, 1, 1, 0, 1, \
+    "a background thread gives empty memory back while the program is idle (started when there is some)") \
   X(PREWARM,      "HAKMEM_PREWARM",      SIZE, 8 << 20, 0, 0, 0, (long long)1 << 40, \
     "bytes of SuperSlabs mapped and faulted in at start-up") \
   X(BIGCACHE_MAX_MB, "HAKMEM_BIGCACHE_MAX_MB", INT, 512, 128, 4, 0, 1048576, \

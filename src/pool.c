@@ -126,7 +126,7 @@ static size_t find_run(uint64_t bits, unsigned n, bool top) {
   return top ? 63 - (size_t)__builtin_clzll(x) : (size_t)__builtin_ctzll(x);
 }
 static size_t seg_run(const hak_segment_t* seg, pages_from_t from, unsigned n, bool top) {
-  return find_run(from == PAGES_RESIDENT ? seg->free_pages & seg->dirty_pages : seg->free_pages, n, top && seg->thp != 0);
+  return find_run(from == PAGES_ANY ? seg->free_pages : seg->free_pages & seg->dirty_pages, n, top && seg->thp != 0);
 }
 
 /* Pages [idx, idx + n) of seg become a slab of h (pool lock). */
@@ -154,9 +154,10 @@ static bool pool_claim(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n
 }
 
 /* A run of pages for a slab of class cls of heap h: from the segments h has
- * slabs in, then from any segment of the pool (PAGES_RESIDENT: only pages
- * still resident, no fault; PAGES_ANY: any free run), or from a new segment
- * (PAGES_NEW).  NULL when there is none (or no memory). */
+ * slabs in (PAGES_OWN: only pages still resident, no fault), then from any
+ * segment of the pool (PAGES_RESIDENT: resident pages; PAGES_ANY: any free
+ * run), or from a new segment (PAGES_NEW).  NULL when there is none (or no
+ * memory). */
 hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size_t* idx_out, bool* zero) {
   unsigned npages = _hak_class_pages[cls];
   uint32_t bsize = _hak_class_size[cls];
@@ -171,7 +172,7 @@ hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size
       hak_segment_t* g = hak_segment_of(m);
       if ((idx = seg_run(g, from, npages, top)) < 64) seg = g;
     }
-    int k = 0;
+    int k = from == PAGES_OWN ? POOL_SCAN : 0;
     for (hak_segment_t* g = pool_avail; g != NULL && seg == NULL && k < POOL_SCAN; g = g->next, k++)
       if (member_room(g, h) && (idx = seg_run(g, from, npages, top)) < 64) seg = g;
     if (seg == NULL) {
@@ -320,20 +321,22 @@ void _hak_pool_abandoned_tick(bool force) {
 }
 
 /* ---------------------------------------------------------------- aging */
-/* The pool's page clock, process-wide (any heap's release tick drives it, at
- * most once per half decommit delay): pages empty since the previous
- * snapshot are decommitted (release.c, _hak_segment_age); `force`: every
- * resident free page now (over the lean target, malloc_trim). */
+/* The pool's page clock, process-wide (any heap's release tick and the
+ * background thread drive it): pages empty for the last two snapshots are
+ * decommitted (release.c, _hak_segment_age); `force`: every resident free
+ * page now (over the lean target, malloc_trim). */
 void _hak_pool_tick(uint64_t now, uint64_t delay, bool force) {
   static _Atomic(uint64_t) next_ms;
   if (!force) {
     uint64_t due = hak_load_relaxed(&next_ms);
-    if (now < due || !atomic_compare_exchange_strong(&next_ms, &due, now + (delay / 2 > 1 ? delay / 2 : 1))) return;
+    /* (a quarter delay: the segments' own clocks keep their pace, and a
+     * background tick a little early still finds them due) */
+    if (now < due || !atomic_compare_exchange_strong(&next_ms, &due, now + (delay / 4 > 1 ? delay / 4 : 1))) return;
   }
   pthread_mutex_lock(&pool_lock);
   for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next) {
     if (force) _hak_segment_decommit_free_pages(seg);
-    else if (seg->dirty_pages | seg->dirty_old) _hak_segment_age(seg, now, delay);
+    else if (seg->dirty_pages | seg->dirty_old | seg->dirty_old2) _hak_segment_age(seg, now, delay);
   }
   pthread_mutex_unlock(&pool_lock);
 }

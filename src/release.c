@@ -180,20 +180,24 @@ static void decommit_pages(hak_segment_t* seg, uint64_t pages) {
                             memory_order_relaxed);
   seg->dirty_pages &= ~pages;
   seg->dirty_old &= ~pages;
+  seg->dirty_old2 &= ~pages;
 }
 
 void _hak_segment_decommit_free_pages(hak_segment_t* seg) { decommit_pages(seg, seg->dirty_pages); }
 
-/* A segment's page clock: the pages that were already empty at the
- * previous snapshot, at least `delay` ms ago, and have not been reused since
- * are decommitted; the rest become the next snapshot.  So a page goes back to
- * the OS after delay..2*delay of disuse (given ticks), however busy the rest
- * of its segment is.  (Aging the segment as a whole instead took pages freed
- * a moment ago along with old ones, and the program faulted them straight
- * back in.) */
+/* A segment's page clock, a snapshot every half delay (3/8 of it, so that a
+ * tick a little early does not skip one): the pages empty at the last two
+ * snapshots and not reused since are decommitted.  So a page goes back to
+ * the OS after delay..1.5*delay of disuse (given ticks: the background
+ * thread's come every half delay), however busy the rest of its segment
+ * is.  (Aging the segment as a whole instead took pages freed a moment ago
+ * along with old ones, and the program faulted them straight back in; one
+ * snapshot a delay, used until 2026-11-26, let a page wait up to twice the
+ * delay.) */
 void _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay) {
-  if (now - seg->aged_ms < delay) return;
-  decommit_pages(seg, seg->dirty_old & seg->dirty_pages);
+  if (now - seg->aged_ms < delay / 2 - delay / 8) return;
+  decommit_pages(seg, seg->dirty_old2 & seg->dirty_pages);
+  seg->dirty_old2 = seg->dirty_old & seg->dirty_pages;
   seg->dirty_old = seg->dirty_pages;
   seg->aged_ms = now;
 }
@@ -213,26 +217,41 @@ void _hak_pages_freed(hak_segment_t* seg, uint64_t mask) {
 void _hak_pages_reused(hak_segment_t* seg, uint64_t mask) {
   uint64_t was = seg->dirty_pages & mask;
   seg->dirty_old &= ~mask;
+  seg->dirty_old2 &= ~mask;
   if (was == 0) return;
   seg->dirty_pages &= ~mask;
   atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(was) << HAK_PAGE_SHIFT,
                             memory_order_relaxed);
 }
 
-/* Periodic check from a heap's slow path: decommit what has been empty for
- * longer than the delay. */
+/* The process-wide passes of the release clock: decommit what has been
+ * empty for longer than the delay, release cached large blocks past their
+ * age, collect exited threads' slabs.  From heaps' release ticks and from
+ * the background thread (background.c). */
+void _hak_release_pass(uint64_t now) {
+  uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
+  bool force = _hak_retained_over_target();
+  _hak_pool_tick(now, delay, force);
+  _hak_segment_cache_decommit(force ? 0 : delay, now);
+  /* a cached large block is empty memory too: it leaves the cache (its
+   * pages decommitted, its mapping parked) after the decommit delay, or
+   * after its own age limit when that is shorter */
+  uint64_t age = (uint64_t)hak_opt(BIGCACHE_AGE_MS);
+  if (delay != 0 && (age == 0 || delay < age)) age = delay;
+  if (age) _hak_bigcache_expire(age);
+  _hak_pool_abandoned_tick(false);
+}
+
+/* Periodic check from a heap's slow path. */
 void _hak_heap_release_tick(hak_heap_t* h) {
   if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
   uint64_t now = _hak_clock_ms();
   if (now < h->next_release_ms && !_hak_retained_over_target()) return;
   uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
   h->next_release_ms = now + (delay / 2 > 1 ? delay / 2 : 1);   /* a page goes after 1..2 ticks */
-  bool force = _hak_retained_over_target();
-  _hak_pool_tick(now, delay, force);
-  _hak_segment_cache_decommit(force ? 0 : delay, now);
+  _hak_release_pass(now);
   _hak_scavenge_tick(h, now, delay);
-  uint64_t age = (uint64_t)hak_opt(BIGCACHE_AGE_MS);
-  if (age) _hak_bigcache_expire(age);
+  _hak_background_wake();
 }
 
 void _hak_release_stats(uint64_t* calls, uint64_t* bytes, uint64_t* unmapped, size_t* parked, size_t* parked_mapped) {

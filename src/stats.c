@@ -90,8 +90,8 @@ static size_t stats_format(char* buf, size_t cap) {
   _hak_pool_stats(&psegs, &pfree, &pres);
   /* where small pages are: in slabs (the heaps'), free in the shared pool
    * (resident, or returned to the OS but still mapped) */
-  sb_add(&sb, "pages: in_slabs=%zu pool_free=%zu pool_resident=%zu pool_returned=%zu pool_segments=%zu (64 KiB pages)\n",
-         (size_t)hak_load_relaxed(&_hak_stat_slab_pages), pfree, pres, pfree - pres, psegs);
+  sb_add(&sb, "pages: in_slabs=%zu pool_free=%zu pool_resident=%zu pool_returned=%zu pool_segments=%zu (64 KiB pages) background=%d\n",
+         (size_t)hak_load_relaxed(&_hak_stat_slab_pages), pfree, pres, pfree - pres, psegs, (int)_hak_background_running());
   sb_add(&sb,
          "threads: abandoned segments=%llu slab_pages=%llu; adopted segments=%llu slab_pages=%llu; "
          "reclaimed slabs=%llu slab_pages=%llu; emptied while abandoned segments=%llu\n",

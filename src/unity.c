@@ -9,6 +9,7 @@
 #include "large.c"
 #include "bigcache.c"
 #include "release.c"
+#include "background.c"
 #include "mesh.c"
 #include "scavenge.c"
 #include "secure.c"

@@ -691,6 +691,59 @@ static int run_share(void) {
   return 0;
 }
 
+/* ---- burst --------------------------------------------------------------- */
+/* After a burst the memory goes back without malloc_trim and without another
+ * allocation: 4 threads allocate 256 MiB each (small, medium and large
+ * blocks, every byte written), free it all and exit; main then waits two
+ * decommit delays, doing nothing, and its RSS must be within 10 % + 2 MiB of
+ * what it was before the burst (the background thread, src/background.c,
+ * runs the release clock while the program idles).  Run with a short
+ * HAKMEM_DECOMMIT_DELAY_MS (the case uses 400). */
+#define BURST_BYTES ((size_t)256 << 20)
+static void* burst_thread(void* arg) {
+  uint64_t r = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ull + 1;
+  size_t cap = 32768, n = 0, total = 0;
+  void** v = calloc(cap, sizeof *v);
+  while (total < BURST_BYTES && n < cap) {
+    r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+    size_t sz = n % 64 == 63 ? (128 << 10) + r % (896 << 10)   /* large: 128 KiB - 1 MiB */
+              : n % 8 == 7   ? 1024 + r % (127 << 10)           /* medium */
+                             : 16 + r % 1009;                   /* small */
+    v[n] = t_malloc(sz);
+    if (v[n] == NULL) { fail("burst: out of memory"); break; }
+    memset(v[n], (int)(n & 0xFF), sz);
+    total += sz;
+    n++;
+  }
+  for (size_t i = 0; i < n; i++) t_free(v[i]);
+  free(v);
+  return NULL;
+}
+static int run_burst(void) {
+  long delay = (long)ht_env_u64("HAKMEM_DECOMMIT_DELAY_MS", 2000);
+  printf("burst: 4 threads allocate and free %zu MiB each; then %ld ms (two decommit delays) idle\n",
+         BURST_BYTES >> 20, 2 * delay);
+  if (!ht_has_hakmem()) {
+    printf("  (not hakmem: skipped)\n");
+    return 0;
+  }
+  void* warm = t_malloc(100);   /* the main thread's heap exists before the baseline */
+  size_t before = ht_rss();
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, burst_thread, (void*)(uintptr_t)(i + 1));
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  size_t right_after = ht_rss();
+  struct timespec ts = {(time_t)(2 * delay / 1000), (long)(2 * delay % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {}
+  size_t after = ht_rss();
+  printf("  RSS before %zu KiB, right after the frees %zu KiB, two delays later %zu KiB\n", before >> 10,
+         right_after >> 10, after >> 10);
+  if (after > before + before / 10 + 2 * HT_MiB)
+    fail("RSS %zu KiB two decommit delays after the burst, above %zu KiB + 10 %% + 2 MiB", after >> 10, before >> 10);
+  t_free(warm);
+  return 0;
+}
+
 /* ---- scavenge ----------------------------------------------------------- */
 /* Scavenging (src/scavenge.c): the free 4 KiB pages inside sparse slabs are
  * given back while other threads free blocks of those slabs, and the blocks
@@ -1017,6 +1070,8 @@ int main(int argc, char** argv) {
     run_successor();
   if (strcmp(mode, "share") == 0 || strcmp(mode, "all") == 0)
     run_share();
+  if (strcmp(mode, "burst") == 0)
+    run_burst();
   if (strcmp(mode, "join") == 0 || strcmp(mode, "all") == 0)
     run_join();
   if (strcmp(mode, "scavenge") == 0 || strcmp(mode, "all") == 0)
