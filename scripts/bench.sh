@@ -13,8 +13,8 @@
 #                     mi241 mi343 snmalloc when ../shared/peers is beside the checkout)
 #   PRESET=standard   parameter set: standard (the prototype's shapes, every run
 #                     0.3 s or longer) or tiny (smoke test)
-#   MIN_RUN_SEC=0.3   vm, vm_cold and larson repeat their work in the process until
-#                     a run has lasted this long (DURATION_SEC; PRESET=standard only;
+#   MIN_RUN_SEC=0.3   vm, vm_cold, larson and xthread repeat their work in the
+#                     process until a run has lasted this long (DURATION_SEC; PRESET=standard only;
 #                     0: off)
 #   NS_CV=10          the summary marks a ratio "n.s." (not significant) when the
 #                     runs of the allocator or of the baseline spread more than
@@ -89,7 +89,7 @@ min_run_env() {
   [[ $PRESET == standard && -z ${DURATION_SEC:-} ]] || return 0
   awk -v s="$MIN_RUN_SEC" 'BEGIN { exit !(s + 0 > 0) }' || return 0
   case $1 in
-    vm | vm_cold | larson) RUN_ENV+=("DURATION_SEC=$MIN_RUN_SEC") ;;
+    vm | vm_cold | larson | xthread) RUN_ENV+=("DURATION_SEC=$MIN_RUN_SEC") ;;
   esac
   return 0
 }

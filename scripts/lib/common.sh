@@ -36,8 +36,8 @@ bench_prog() {
 
 # Default parameters of a benchmark, as VAR=value words (environment of the
 # program).  PRESET=standard is the prototype's shapes, long enough that every
-# run lasts at least 0.3 s on a fast machine (vm, vm_cold and larson get
-# DURATION_SEC from scripts/bench.sh for that); tiny is a smoke test that runs
+# run lasts at least 0.3 s on a fast machine (vm, vm_cold, larson and xthread
+# get DURATION_SEC from scripts/bench.sh for that); tiny is a smoke test that runs
 # in well under a second.
 bench_defaults() {
   local bench=$1 preset=${2:-standard}
@@ -63,7 +63,7 @@ bench_defaults() {
       vm) echo "ITERS=1000 SIZE=2Mi" ;;
       vm_cold) echo "VM_MODE=cold ITERS=200 WS=4 MIN=256Ki MAX=8Mi" ;;
       larson) echo "ITERS=20M ROUNDS=100 WS=1000 MIN=16 MAX=1024" ;;
-      xthread) echo "ITERS=12M MIN=16 MAX=1024" ;;
+      xthread) echo "ITERS=10M MIN=16 MAX=1024" ;;
       latency) echo "ITERS=6M WARMUP=100k WS=400 MIN=16 MAX=1024" ;;
       fragment) echo "FRAG_MB=200" ;;
       churn) echo "THREADS=2 ROUNDS=600" ;;
