@@ -11,8 +11,8 @@
 #   BENCHES="..."     benchmarks to run (default: all; see `list`)
 #   ALLOCS="..."      allocators (default: hakmem glibc mimalloc jemalloc tcmalloc, and
 #                     mi241 mi343 snmalloc when ../shared/peers is beside the checkout)
-#   PRESET=standard   parameter set: standard (the prototype's shapes, every run
-#                     0.3 s or longer) or tiny (smoke test)
+#   PRESET=standard   parameter set: standard (the prototype's shapes, every timed
+#                     run 0.3 s or longer) or tiny (smoke test)
 #   MIN_RUN_SEC=0.3   vm, vm_cold, larson and xthread repeat their work in the
 #                     process until a run has lasted this long (DURATION_SEC; PRESET=standard only;
 #                     0: off)

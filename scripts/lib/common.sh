@@ -36,7 +36,7 @@ bench_prog() {
 
 # Default parameters of a benchmark, as VAR=value words (environment of the
 # program).  PRESET=standard is the prototype's shapes, long enough that every
-# run lasts at least 0.3 s on a fast machine (vm, vm_cold, larson and xthread
+# timed run lasts at least 0.3 s on a fast machine (vm, vm_cold, larson and xthread
 # get DURATION_SEC from scripts/bench.sh for that); tiny is a smoke test that runs
 # in well under a second.
 bench_defaults() {
