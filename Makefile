@@ -36,7 +36,13 @@ LIB_LDFLAGS    := $(LIB_LDFLAGS_BASE) -Wl,--version-script=src/exports.map -Wl,-
 
 .PHONY: all debug asan tsan secure nooverride test bench install clean
 all: $(BUILD)/libhakmem.so $(BUILD)/libhakmem.a $(BUILD)/hakmem $(BUILD)/libhakmem-secure.so \
-  $(BUILD)/libhakmem-nooverride.so $(BUILD)/libhakmem-nooverride.a
+  $(BUILD)/libhakmem-nooverride.so $(BUILD)/libhakmem-nooverride.a \
+  $(BUILD)/libhakmem.so.0 $(BUILD)/libhakmem-secure.so.0 $(BUILD)/libhakmem-nooverride.so.0
+
+# Each library's run-time name (SONAME) beside it, so that a program linked
+# against build/ runs with LD_LIBRARY_PATH=build.
+$(BUILD)/%.so.0: $(BUILD)/%.so
+	ln -sf $(<F) $@
 
 define variant
 $(1)/unity.o: $(SRCS) $(HDRS) Makefile

@@ -8,13 +8,16 @@
  * --respawn=1 starts new threads every round (the old ones exit), as the
  * original Larson benchmark does, so blocks also outlive their thread.
  * ITERS is the total over all threads and rounds; ops_per_sec counts
- * free+malloc operations per second over all threads. */
+ * free+malloc operations per second over all threads.
+ * --duration=SEC runs rounds (of ITERS / ROUNDS operations each) until SEC
+ * seconds have passed instead of ROUNDS of them (scripts/bench.sh: 0.3 s). */
 #include "bench_common.h"
 
 #include <pthread.h>
 
 static uint64_t iters = 20000000, ws = 1000, minsz = 16, maxsz = 1024, seed = 42, threads = 0, rounds = 100,
                 respawn = 0;
+static double duration = 0;
 static const char* touch = "first";
 
 static const b_opt_t opts[] = {
@@ -27,6 +30,8 @@ static const b_opt_t opts[] = {
     B_OPT_U("seed", "SEED", &seed, 0, UINT64_MAX, "PRNG seed"),
     B_OPT_U("respawn", "RESPAWN", &respawn, 0, 1, "1 = new threads every round (old ones exit)"),
     B_OPT_C("touch", "TOUCH", &touch, "first|lines|none", "how each new block is written"),
+    B_OPT_D("duration", "DURATION_SEC", &duration, 0, 1u << 30,
+            "run rounds until this many seconds have passed (0 = ROUNDS rounds)"),
     B_OPT_LAST};
 
 typedef struct {
@@ -39,6 +44,10 @@ static uint64_t per_round; /* operations per thread per round */
 static uint32_t span;
 static int tmode;
 static pthread_barrier_t barrier;
+/* Rounds to run.  With --duration the main thread sets it, before the barrier
+ * that ends a round, to end the run with that round; the threads read it after
+ * that barrier, which orders the two. */
+static uint64_t last_round;
 
 static void work(array_t* a) { b_replace_ops(a->slot, per_round, (uint32_t)ws, (size_t)minsz, span, tmode, &a->rng); }
 
@@ -49,7 +58,7 @@ typedef struct {
 static void* persistent(void* arg) {
   targ_t* t = arg;
   pthread_barrier_wait(&barrier); /* start */
-  for (uint64_t r = 0; r < rounds; r++) {
+  for (uint64_t r = 0; r < last_round; r++) {
     work(&arrays[(t->id + r) % threads]);
     pthread_barrier_wait(&barrier);
   }
@@ -72,7 +81,7 @@ int main(int argc, char** argv) {
   tmode = b_touch_mode(touch);
   per_round = iters / (threads * rounds);
   if (per_round == 0) per_round = 1;
-  uint64_t total = per_round * threads * rounds;
+  last_round = duration > 0 ? UINT64_MAX : rounds;
 
   arrays = calloc(threads, sizeof *arrays);
   pthread_t* tid = calloc(threads, sizeof *tid);
@@ -92,14 +101,20 @@ int main(int argc, char** argv) {
     for (uint64_t t = 0; t < threads; t++)
       if (pthread_create(&tid[t], NULL, persistent, &targ[t]) != 0) b_die(1, "pthread_create failed");
     b_snap(&a);
+    uint64_t t_end = a.t_ns + (uint64_t)(duration * 1e9);
     pthread_barrier_wait(&barrier);
-    for (uint64_t r = 0; r < rounds; r++) pthread_barrier_wait(&barrier);
+    for (uint64_t r = 0; r < last_round; r++) {
+      if (duration > 0 && b_now_ns() >= t_end) last_round = r + 1;
+      pthread_barrier_wait(&barrier);
+    }
     b_snap(&b);
     for (uint64_t t = 0; t < threads; t++) pthread_join(tid[t], NULL);
     pthread_barrier_destroy(&barrier);
   } else {
     b_snap(&a);
-    for (uint64_t r = 0; r < rounds; r++) {
+    uint64_t t_end = a.t_ns + (uint64_t)(duration * 1e9);
+    for (uint64_t r = 0; r < last_round; r++) {
+      if (duration > 0 && b_now_ns() >= t_end) last_round = r + 1;
       for (uint64_t t = 0; t < threads; t++) {
         targ[t].round = r;
         if (pthread_create(&tid[t], NULL, one_round, &targ[t]) != 0) b_die(1, "pthread_create failed");
@@ -109,6 +124,7 @@ int main(int argc, char** argv) {
     b_snap(&b);
   }
   uint64_t rss_live = b_rss_kb();
+  uint64_t total = per_round * threads * last_round;
 
   uint64_t bad = 0;
   for (uint64_t t = 0; t < threads; t++) {
@@ -130,7 +146,7 @@ int main(int argc, char** argv) {
   double cpu = b_cpu_s(&a, &b);
   b_kv(&r, "ops_per_cpu_sec=%.0f", cpu > 0 ? (double)total / cpu : 0.0);
   b_kv(&r, "threads=%" PRIu64, threads);
-  b_kv(&r, "rounds=%" PRIu64, rounds);
+  b_kv(&r, "rounds=%" PRIu64, last_round);
   b_kv(&r, "ws=%" PRIu64, ws);
   b_kv(&r, "min=%" PRIu64, minsz);
   b_kv(&r, "max=%" PRIu64, maxsz);

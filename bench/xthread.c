@@ -8,13 +8,17 @@
  * ones.  The queues are mutex + condition variable rings touched once per
  * batch (2 lock round trips per BATCH blocks on each side), which keeps their
  * cost small next to BATCH mallocs and frees.
- * ops_per_sec counts blocks (one malloc + one remote free each) per second. */
+ * ops_per_sec counts blocks (one malloc + one remote free each) per second.
+ * --duration=SEC: the producers stop after SEC seconds instead of after ITERS
+ * blocks (scripts/bench.sh: 0.3 s). */
 #include "bench_common.h"
 
 #include <pthread.h>
 
 static uint64_t iters = 10000000, threads = 0, producers = 0, consumers = 0, batch = 256, depth = 16, minsz = 16,
                 maxsz = 1024, seed = 42;
+static double duration = 0;
+static uint64_t t_end; /* with --duration: set before the start barrier */
 static const char* touch = "first";
 
 static const b_opt_t opts[] = {
@@ -28,6 +32,8 @@ static const b_opt_t opts[] = {
     B_OPT_U("max", "MAX", &maxsz, 1, 1ull << 40, "largest block size"),
     B_OPT_U("seed", "SEED", &seed, 0, UINT64_MAX, "PRNG seed"),
     B_OPT_C("touch", "TOUCH", &touch, "first|lines|none", "how each new block is written"),
+    B_OPT_D("duration", "DURATION_SEC", &duration, 0, 1u << 30,
+            "producers stop after this many seconds instead of ITERS blocks (0 = off)"),
     B_OPT_LAST};
 
 /* A bounded ring of batch pointers.  Capacity >= number of batches, so push
@@ -108,9 +114,10 @@ static void* producer(void* arg) {
   const uint32_t sp = span;
   const size_t lo = (size_t)minsz;
   const int tm = tmode;
-  uint64_t st = w->rng, left = w->quota;
+  uint64_t st = w->rng, left = w->quota, made = 0;
   pthread_barrier_wait(&start);
   while (left > 0) {
+    if (duration > 0 && b_now_ns() >= t_end) break;
     batch_t* bt = q_pop(&empty_q);
     size_t n = left < batch ? (size_t)left : (size_t)batch;
     for (size_t i = 0; i < n; i++) {
@@ -123,8 +130,10 @@ static void* producer(void* arg) {
     }
     bt->n = n;
     left -= n;
+    made += n;
     q_push(&full_q, bt);
   }
+  w->quota = made; /* what this producer made */
   return NULL;
 }
 
@@ -178,7 +187,7 @@ int main(int argc, char** argv) {
   if (!tid || !wk) b_oom(threads * sizeof *wk);
   uint64_t sm = seed;
   for (uint64_t t = 0; t < producers; t++) {
-    wk[t].quota = iters / producers + (t < iters % producers ? 1 : 0);
+    wk[t].quota = duration > 0 ? UINT64_MAX : iters / producers + (t < iters % producers ? 1 : 0);
     wk[t].rng = b_rng(&sm);
   }
   if (pthread_barrier_init(&start, NULL, (unsigned)threads + 1) != 0) b_die(1, "pthread_barrier_init failed");
@@ -188,13 +197,15 @@ int main(int argc, char** argv) {
 
   b_snap_t a, b;
   b_snap(&a);
+  t_end = a.t_ns + (uint64_t)(duration * 1e9);
   pthread_barrier_wait(&start);
   for (uint64_t t = 0; t < producers; t++) pthread_join(tid[t], NULL);
   q_close(&full_q);
   for (uint64_t t = producers; t < threads; t++) pthread_join(tid[t], NULL);
   b_snap(&b);
 
-  uint64_t freed = 0, sum = 0;
+  uint64_t freed = 0, sum = 0, made = 0;
+  for (uint64_t t = 0; t < producers; t++) made += wk[t].quota;
   for (uint64_t t = producers; t < threads; t++) {
     freed += wk[t].quota;
     sum += wk[t].sum;
@@ -203,13 +214,13 @@ int main(int argc, char** argv) {
   free(all);
   free(tid);
   free(wk);
-  if (freed != iters) b_die(1, "transferred %" PRIu64 " blocks, expected %" PRIu64, freed, iters);
+  if (freed != made) b_die(1, "transferred %" PRIu64 " blocks, expected %" PRIu64, freed, made);
 
   b_result_t r;
   b_result_begin(&r, "xthread");
-  b_kv_rate(&r, &a, &b, iters);
+  b_kv_rate(&r, &a, &b, made);
   double cpu = b_cpu_s(&a, &b);
-  b_kv(&r, "ops_per_cpu_sec=%.0f", cpu > 0 ? (double)iters / cpu : 0.0);
+  b_kv(&r, "ops_per_cpu_sec=%.0f", cpu > 0 ? (double)made / cpu : 0.0);
   b_kv(&r, "threads=%" PRIu64, threads);
   b_kv(&r, "producers=%" PRIu64, producers);
   b_kv(&r, "consumers=%" PRIu64, consumers);

@@ -11,7 +11,14 @@
 #   BENCHES="..."     benchmarks to run (default: all; see `list`)
 #   ALLOCS="..."      allocators (default: hakmem glibc mimalloc jemalloc tcmalloc, and
 #                     mi241 mi343 snmalloc when ../shared/peers is beside the checkout)
-#   PRESET=standard   parameter set: standard (the prototype's) or tiny (smoke test)
+#   PRESET=standard   parameter set: standard (the prototype's shapes, every timed
+#                     run 0.3 s or longer) or tiny (smoke test)
+#   MIN_RUN_SEC=0.3   vm, vm_cold, larson and xthread repeat their work in the
+#                     process until a run has lasted this long (DURATION_SEC; PRESET=standard only;
+#                     0: off)
+#   NS_CV=10          the summary marks a ratio "n.s." (not significant) when the
+#                     runs of the allocator or of the baseline spread more than
+#                     this CV (%) instead of showing it
 #   BASELINE=mimalloc the allocator ratios are taken against
 #   BASELINE2=mi241   a second ratio column and summary, when it was measured
 #   OUTDIR=dir        where to write (default results/<date>-<time>-<host>[-syscalls])
@@ -55,9 +62,13 @@ BASELINE=${BASELINE:-mimalloc}
 BASELINE2=${BASELINE2:-mi241}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 SETUP=${SETUP:-auto}
+MIN_RUN_SEC=${MIN_RUN_SEC:-0.3}
+NS_CV=${NS_CV:-10}
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer (got '$RUNS')"
 [[ $RUN_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "RUN_TIMEOUT must be a positive integer"
 [[ $PRESET == standard || $PRESET == tiny ]] || die "PRESET must be standard or tiny (got '$PRESET')"
+[[ $MIN_RUN_SEC =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "MIN_RUN_SEC must be a number of seconds (got '$MIN_RUN_SEC')"
+[[ $NS_CV =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "NS_CV must be a percentage (got '$NS_CV')"
 
 read -r -a BENCH_LIST <<<"${BENCHES:-${ALL_BENCHES[*]}}"
 read -r -a ALLOC_LIST <<<"${ALLOCS:-${ALL_ALLOCS[*]}}"
@@ -70,6 +81,18 @@ for a in "${ALLOC_LIST[@]}"; do
   [[ " ${ALL_ALLOCS[*]} " == *" $a "* || -n ${!libvar:-} ]] ||
     die "unknown allocator '$a' (known: ${ALL_ALLOCS[*]}; or set LIB_$a=path)"
 done
+
+# The benchmarks whose figure is a rate get DURATION_SEC=MIN_RUN_SEC: their
+# fixed work takes a few milliseconds under some allocators (vm: 1,000 cycles),
+# too short for a figure that repeats.  Not when the user set DURATION_SEC.
+min_run_env() {
+  [[ $PRESET == standard && -z ${DURATION_SEC:-} ]] || return 0
+  awk -v s="$MIN_RUN_SEC" 'BEGIN { exit !(s + 0 > 0) }' || return 0
+  case $1 in
+    vm | vm_cold | larson | xthread) RUN_ENV+=("DURATION_SEC=$MIN_RUN_SEC") ;;
+  esac
+  return 0
+}
 
 # ---------------------------------------------------------------- peers
 # Peers in ALLOCS whose library is not found; with "debian", only those that
@@ -117,7 +140,11 @@ log "allocators present: ${present:-none}${absent:+; absent (skipped): $absent}"
 
 if [[ $MODE_ARG == list ]]; then
   echo "benchmarks (PRESET=$PRESET defaults):"
-  for b in "${ALL_BENCHES[@]}"; do printf '  %-13s %s\n' "$b" "$(bench_defaults "$b" "$PRESET")"; done
+  for b in "${ALL_BENCHES[@]}"; do
+    RUN_ENV=()
+    min_run_env "$b"
+    printf '  %-13s %s%s\n' "$b" "$(bench_defaults "$b" "$PRESET")" "${RUN_ENV[*]:+ ${RUN_ENV[*]}}"
+  done
   echo "allocators:"
   for a in "${ALL_ALLOCS[@]}"; do
     if [[ -n ${LIB[$a]+x} ]]; then
@@ -150,6 +177,7 @@ for v in "${BENCH_VARS[@]}"; do [[ -n ${!v:-} ]] && user_env+=("$v=${!v}"); done
   printf 'order\tinterleaved: for each benchmark, run k of every allocator (%s) before run k+1\n' "$present"
   printf 'baseline\t%s\n' "$BASELINE"
   printf 'baseline2\t%s\n' "$BASELINE2"
+  printf 'ns_cv\t%s\n' "$NS_CV"
   printf 'hakmem_env\t%s\n' "${HAK_ENV[*]:-}"
   printf 'user_env\t%s\n' "${user_env[*]:-}"
   printf 'command\t%s\n' "${MODE:+MODE=$MODE }RUNS=$RUNS${BENCHES:+ BENCHES=\"$BENCHES\"}${ALLOCS:+ ALLOCS=\"$ALLOCS\"} scripts/bench.sh $MODE_ARG"
@@ -173,6 +201,7 @@ run_suite() {
   for b in "${BENCH_LIST[@]}"; do
     prog="$ROOT/build/bench/$(bench_prog "$b")"
     bench_env "$b" "$PRESET"
+    min_run_env "$b"
     bench_args "$b"
     local params="${RUN_ENV[*]}${BENCH_ARGV[*]:+ ${BENCH_ARGV[*]}}"
     for ((k = 1; k <= RUNS; k++)); do

@@ -35,8 +35,10 @@ bench_prog() {
 }
 
 # Default parameters of a benchmark, as VAR=value words (environment of the
-# program).  PRESET=standard is the prototype's parameters; tiny is a smoke
-# test that runs in well under a second.
+# program).  PRESET=standard is the prototype's shapes, long enough that every
+# timed run lasts at least 0.3 s on a fast machine (vm, vm_cold, larson and xthread
+# get DURATION_SEC from scripts/bench.sh for that); tiny is a smoke test that runs
+# in well under a second.
 bench_defaults() {
   local bench=$1 preset=${2:-standard}
   if [[ $preset == tiny ]]; then
@@ -57,18 +59,18 @@ bench_defaults() {
     esac
   else
     case $bench in
-      random_mixed) echo "ITERS=20M WS=400 MIN=16 MAX=1024" ;;
+      random_mixed) echo "ITERS=40M WS=400 MIN=16 MAX=1024" ;;
       vm) echo "ITERS=1000 SIZE=2Mi" ;;
       vm_cold) echo "VM_MODE=cold ITERS=200 WS=4 MIN=256Ki MAX=8Mi" ;;
       larson) echo "ITERS=20M ROUNDS=100 WS=1000 MIN=16 MAX=1024" ;;
       xthread) echo "ITERS=10M MIN=16 MAX=1024" ;;
-      latency) echo "ITERS=5M WARMUP=100k WS=400 MIN=16 MAX=1024" ;;
+      latency) echo "ITERS=6M WARMUP=100k WS=400 MIN=16 MAX=1024" ;;
       fragment) echo "FRAG_MB=200" ;;
-      churn) echo "THREADS=2 ROUNDS=400" ;;
-      churn8) echo "THREADS=8 ROUNDS=8" ;;
-      churn64) echo "THREADS=64 ROUNDS=10 CHURN_ALLOCS=500" ;;
+      churn) echo "THREADS=2 ROUNDS=600" ;;
+      churn8) echo "THREADS=8 ROUNDS=50" ;;
+      churn64) echo "THREADS=64 ROUNDS=60 CHURN_ALLOCS=500" ;;
       churn_small) echo "THREADS=2 ROUNDS=800 LARGE=0" ;;
-      churn_tasks) echo "CHURN_MODE=tasks THREADS=2 TASKS=10000" ;;
+      churn_tasks) echo "CHURN_MODE=tasks THREADS=2 TASKS=12000" ;;
       *) return 1 ;;
     esac
   fi

@@ -389,6 +389,17 @@ def cmd_report(args):
             return med[(b, a)] / med[(b, to)]
         return None
 
+    # A figure whose runs spread more than ns_cv (CV, %) is not significant:
+    # the summaries say "n.s." instead of ranking on it.
+    try:
+        ns_cv = float(meta.get("ns_cv", "10"))
+    except ValueError:
+        ns_cv = 10.0
+
+    def noisy(b, a):
+        xs = values(b, a, info[b][0])
+        return len(xs) > 1 and cv_pct(xs) > ns_cv
+
     out = []
     title = "# hakmem benchmark report — %s, %s" % (meta.get("date", "?"), meta.get("host", "?"))
     out.append(title)
@@ -411,6 +422,8 @@ def cmd_report(args):
     out.append("- statistics: median, mean, sample stddev and CV = stddev/mean over the runs; ratio = median / "
                "median of **%s**%s%s" % (base, "" if base == want_base else " (%s absent)" % want_base,
                                           "; also of **%s**" % base2 if base2 else ""))
+    out.append("- significance: a summary figure whose runs (of the allocator or of the baseline) spread "
+               "more than %g %% (CV) is shown as n.s. (not significant)" % ns_cv)
     out.append("")
 
     # Summary tables.
@@ -418,22 +431,32 @@ def cmd_report(args):
         out.append("## Summary: ratio to %s (median / median)" % to)
         out.append("")
         rows = []
+        nsig = 0
         for b in benches:
             prim, better = info[b]
             cells = []
             for a in allocs:
                 rt = ratio(b, a, to)
-                cells.append("%.2f" % rt if rt is not None else "—")
+                if rt is not None and (noisy(b, a) or noisy(b, to)):
+                    cells.append("n.s.")
+                    nsig += 1
+                else:
+                    cells.append("%.2f" % rt if rt is not None else "—")
             rows.append([b, label(prim, better)] + cells)
         out.append(md_table(["benchmark", "figure"] + allocs, rows, ["l", "l"] + ["r"] * len(allocs)))
         out.append("")
+        if nsig:
+            out.append("n.s.: not significant, the runs of the allocator or of %s spread more than %g %% (CV); "
+                       "the benchmark's table below has the figures." % (to, ns_cv))
+            out.append("")
     if benches and allocs:
         out.append("## Summary: medians")
         out.append("")
         rows = []
         for b in benches:
             prim, better = info[b]
-            rows.append([b, figure_name(prim)] + [fmt(prim, med.get((b, a))) for a in allocs])
+            rows.append([b, figure_name(prim)] + [fmt(prim, med.get((b, a))) + (
+                " (n.s.)" if (b, a) in med and noisy(b, a) else "") for a in allocs])
         out.append(md_table(["benchmark", "figure"] + allocs, rows, ["l", "l"] + ["r"] * len(allocs)))
         out.append("")
 
