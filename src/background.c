@@ -28,7 +28,7 @@ static void* bg_main(void* arg) {
 }
 
 /* Empty memory worth a thread: a program that stays small never starts one. */
-#define BG_MIN_BYTES ((size_t)1 << 20)
+#define BG_MIN_BYTES ((size_t)16 << 20)
 
 /* From a release tick (no allocator lock held): start the thread once there
  * is empty memory to watch. */

@@ -184,7 +184,7 @@ typedef enum { HAK_SEG_SMALL = 1, HAK_SEG_LARGE = 2 } hak_seg_kind_t;
  * every segment.  An entry with heap NULL and a mask holds the slabs of
  * exited threads (at most one per segment).  Entries change under the pool
  * lock; an owner reads its own mask without it. */
-#define HAK_SEG_MEMBERS 8
+#define HAK_SEG_MEMBERS 16
 typedef struct hak_member_s {
   struct hak_heap_s* heap;           /* NULL: abandoned slabs (mask != 0) or a free entry (mask == 0) */
   uint64_t mask;                     /* the heap's slabs in this segment (head pages) */
@@ -241,7 +241,9 @@ typedef struct hak_segment_s {
    * on them (phantoms: neither free nor live, not in `used`) */
   uint16_t drop[HAK_PAGES_PER_SEG];
   uint16_t nphantom[HAK_PAGES_PER_SEG];
-  hak_slab_t slabs[HAK_PAGES_PER_SEG];
+  /* one cache line each: adjacent slabs may be different threads' (pool.c),
+   * and each owner writes its descriptor on every malloc and free */
+  _Alignas(64) hak_slab_t slabs[HAK_PAGES_PER_SEG];
 } hak_segment_t;
 
 _Static_assert(sizeof(hak_slab_t) == 64, "slab descriptor layout");
