@@ -15,6 +15,8 @@
 #            server's peak RSS
 #   python   /usr/bin/python3 with PYTHONMALLOC=malloc: 300,000 dict entries
 #            of lists, strings and dicts, half deleted, the rest sorted
+#   ruby     a job runner: 8 worker threads (taking turns under Ruby's global
+#            lock) build, serialise to JSON, parse and cache 16,000 documents
 #   sqlite   sqlite3 :memory:: 300,000 rows of text, an index, GROUP BY
 #   g++      g++ -O2 of a file that includes <bits/stdc++.h>
 #   perl     a hash of 1,000,000 strings, summed
@@ -33,8 +35,8 @@
 # Output: OUTDIR/runs.csv (program,alloc,run,figure,unit,peak_rss_kib,status) and
 # OUTDIR/report.md: per program the median figure of each allocator, its ratio
 # to glibc's (time: lower is better; redis: requests/s, higher is better) and
-# the median peak RSS.  Needs redis-server, redis-tools, sqlite3, g++, perl,
-# xz-utils and python3 (scripts/setup.sh installs them); a program whose
+# the median peak RSS.  Needs redis-server, redis-tools, ruby, sqlite3, g++,
+# perl, xz-utils and python3 (scripts/setup.sh installs them); a program whose
 # command is missing is skipped and named.
 set -euo pipefail
 
@@ -58,7 +60,7 @@ esac
 
 RUNS=${RUNS:-3}
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer (got '$RUNS')"
-ALL_PROGRAMS=(redis python sqlite g++ perl xz)
+ALL_PROGRAMS=(redis python ruby sqlite g++ perl xz)
 read -r -a PROG_LIST <<<"${PROGRAMS:-${ALL_PROGRAMS[*]}}"
 for p in "${PROG_LIST[@]}"; do
   [[ " ${ALL_PROGRAMS[*]} " == *" $p "* ]] || die "unknown program '$p' (known: ${ALL_PROGRAMS[*]})"
@@ -72,6 +74,7 @@ prog_cmd() {
   case $1 in
     redis) echo redis-server ;;
     python) echo /usr/bin/python3 ;;
+    ruby) echo ruby ;;
     sqlite) echo sqlite3 ;;
     g++) echo g++ ;;
     perl) echo perl ;;
@@ -126,6 +129,45 @@ for i in range(0, 300000, 2):
 s = sorted(d.items(), key=lambda kv: (len(kv[1][1]), kv[0]))
 print(len(s), s[0][0], s[-1][0])
 EOF
+# A job runner: 8 worker threads (Ruby's threads take turns under its global
+# lock) take 16,000 jobs from a queue; each builds a document (hashes, arrays,
+# strings of every size), serialises it to JSON, parses it back, checks it and
+# caches the text in a shared cache of the last 2,000 documents, so much of
+# what one thread made is freed by another.  Prints a checksum.
+cat >"$WORK/prog.rb" <<'EOF'
+require "json"
+JOBS = 16_000
+q = Queue.new
+JOBS.times { |i| q << i }
+8.times { q << nil }
+cache = {}
+order = []
+lock = Mutex.new
+sum = 0
+workers = Array.new(8) do
+  Thread.new do
+    local = 0
+    while (i = q.pop)
+      r = Random.new(i)
+      doc = { "id" => i, "name" => "job-#{i}" * (1 + i % 5),
+              "items" => Array.new(5 + i % 40) { |k| { "k" => k, "v" => r.rand(1000), "s" => "x" * r.rand(300) } },
+              "tags" => Array.new(i % 9) { |k| "tag#{k}" * (1 + k) } }
+      text = JSON.generate(doc)
+      back = JSON.parse(text)
+      raise "job #{i}: round trip differs" unless back["items"].length == doc["items"].length && back["id"] == i
+      local += text.bytesize
+      lock.synchronize do
+        cache[i] = text
+        order << i
+        cache.delete(order.shift) while order.length > 2000
+      end
+    end
+    lock.synchronize { sum += local }
+  end
+end
+workers.each(&:join)
+puts "#{JOBS} jobs, #{cache.size} cached, #{sum} bytes"
+EOF
 cat >"$WORK/prog.sql" <<'EOF'
 CREATE TABLE t(id INTEGER PRIMARY KEY, k TEXT, v TEXT, n INTEGER);
 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000)
@@ -179,6 +221,7 @@ run_one() {
       return 0
       ;;
     python) t=(env "${pre[@]}" PYTHONMALLOC=malloc /usr/bin/python3 "$WORK/prog.py") ;;
+    ruby) t=(env "${pre[@]}" ruby "$WORK/prog.rb") ;;
     sqlite) t=(env "${pre[@]}" sqlite3 :memory: ".read $WORK/prog.sql") ;;
     g++) t=(env "${pre[@]}" g++ -O2 -c "$WORK/prog.cc" -o "$WORK/prog.o") ;;
     perl) t=(env "${pre[@]}" perl -e 'my %h; $h{$_} = "x" x ($_ % 50) for 1 .. 1_000_000; my $n = 0; $n += length $h{$_} for keys %h; print "$n\n"') ;;
