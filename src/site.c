@@ -332,11 +332,11 @@ static double touch_fraction(const hak_segment_t* seg) {
   size_t pages = hak_align_up(seg->large_size, HAK_OS_PAGE) / HAK_OS_PAGE;
   size_t in = 0, n = 0;
   if (pages <= WIN * NWIN) {
-    if (mincore(base, pages * HAK_OS_PAGE, vec) == 0) n = pages;
+    if (_hak_os_resident(base, pages * HAK_OS_PAGE, vec)) n = pages;
   } else {
     for (size_t w = 0; w < NWIN; w++) {
       size_t first = (pages - WIN) * w / (NWIN - 1);
-      if (mincore(base + first * HAK_OS_PAGE, (size_t)WIN * HAK_OS_PAGE, vec + n) == 0) n += WIN;
+      if (_hak_os_resident(base + first * HAK_OS_PAGE, (size_t)WIN * HAK_OS_PAGE, vec + n)) n += WIN;
     }
   }
   for (size_t i = 0; i < n; i++) in += vec[i] & 1;
