@@ -184,9 +184,32 @@ static bool slab_extend(hak_slab_t* s) {
   return true;
 }
 
+#if HAK_DEBUG >= 2
+/* The owner's view of a slab agrees with itself (debug build, on the refill
+ * and release paths): every block on its free list is a carved block start
+ * of this slab, carries the free cookie, and is there once; free blocks and
+ * blocks out together are no more than the blocks carved. */
+static bool slab_is_valid(hak_slab_t* s) {
+  uintptr_t xo = hak_load_relaxed(&s->xowner);
+  if (xo & HAK_OWNER_MESHED || (__atomic_load_n(&slab_segment(s)->mesh_pages, __ATOMIC_RELAXED) >> hak_slab_index(s) & 1))
+    return true;   /* (compaction's aliases share pages: mesh.c checks its own) */
+  uint32_t carved = s->carved / hak_slab_step(s), limit = hak_slab_limit(s);
+  if (s->bsize == 0 || carved > limit / s->bsize || s->npages == 0 || hak_slab_index(s) + s->npages > HAK_PAGES_PER_SEG) return false;
+  uint32_t n = 0;
+  for (const hak_block_t* b = s->free; b != NULL; b = hak_block_next(b)) {
+    uint64_t off = (uint64_t)((const uint8_t*)b - hak_slab_start(s));
+    if ((const uint8_t*)b < hak_slab_start(s) || !hak_is_carved_block(s, off, s->carved)) return false;
+    if (!HAK_SECURE && b->cookie != hak_cookie()) return false;
+    if (++n > carved) return false;   /* a cycle, or a block twice */
+  }
+  return n + s->used <= carved;
+}
+#endif
+
 static bool slab_refill(hak_slab_t* s) {
   if (s->free) return true;
   slab_collect(s);
+  hak_assert_expensive(slab_is_valid(s));
   if (s->free) return true;
   if (slab_extend(s)) return true;
   /* blocks on pages scavenging gave back */
@@ -354,6 +377,7 @@ static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
     if (h->borrow[c] == s) h->borrow[c] = NULL;
   size_t idx = hak_slab_index(s);
   unsigned n = s->npages;
+  hak_assert_expensive(slab_is_valid(s));
   _hak_slab_clear(s);
   return _hak_pool_give(h, seg, idx, n);
 }

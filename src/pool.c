@@ -24,6 +24,25 @@ _Atomic(size_t) _hak_abandoned_pages;
 void _hak_pool_lock(void) { pthread_mutex_lock(&pool_lock); }
 void _hak_pool_unlock(void) { pthread_mutex_unlock(&pool_lock); }
 
+#if HAK_DEBUG >= 2
+/* A segment's member entries agree with its pages (pool lock; debug build):
+ * masks disjoint and on used pages, one abandoned entry at most, and the
+ * used-page count is what the free bitmap leaves. */
+static bool pool_seg_valid(const hak_segment_t* seg) {
+  uint64_t seen = 0;
+  int abandoned = 0;
+  for (size_t i = 0; i < HAK_SEG_MEMBERS; i++) {
+    const hak_member_t* m = &seg->members[i];
+    if ((m->mask & seen) != 0) return false;
+    seen |= m->mask;
+    abandoned += m->mask != 0 && m->heap == NULL;
+  }
+  uint64_t slab_pages = ~seg->free_pages & ~(uint64_t)1 & HAK_SMALL_FREE_PAGES;
+  return (seen & ~slab_pages) == 0 && abandoned <= 1 && abandoned == (seg->abandoned ? 1 : 0) &&
+         seg->used_pages == (uint32_t)__builtin_popcountll(slab_pages);
+}
+#endif
+
 /* ---------------------------------------------------------------- lists (pool lock) */
 static void avail_link(hak_segment_t* seg) {
   if (seg->in_pool) return;
@@ -148,6 +167,7 @@ static bool pool_claim(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n
    * first remote free into the new one (remote_notify skips a set bit) */
   atomic_fetch_and_explicit(&seg->xremote, ~((uint64_t)1 << idx), memory_order_relaxed);
   member_add(h, seg, idx);
+  hak_assert_expensive(pool_seg_valid(seg));
   if (seg->free_pages == 0) avail_unlink(seg);
   atomic_fetch_add_explicit(&_hak_stat_slab_pages, npages, memory_order_relaxed);
   return true;
@@ -205,6 +225,7 @@ static hak_segment_t* pool_give_locked(hak_heap_t* h, hak_segment_t* seg, size_t
   atomic_fetch_add_explicit(&_hak_pool_gives, 1, memory_order_relaxed);
   seg->free_pages |= mask;
   seg->used_pages -= n;
+  hak_assert_expensive(pool_seg_valid(seg));
   bool empty = seg->used_pages == 0;
   if (!empty || hak_load_relaxed(&_hak_seg_cached) < (size_t)hak_opt(SEG_CACHE))
     _hak_pages_freed(seg, mask);   /* else the whole segment is unmapped */
@@ -362,19 +383,6 @@ void _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident) {
   pthread_mutex_unlock(&pool_lock);
 }
 
-#if HAK_DEBUG >= 2
-/* Every member entry of seg agrees with its slabs: masks disjoint, each bit a
- * slab head whose owner is the entry's heap (or abandoned). */
-bool _hak_pool_seg_valid(hak_segment_t* seg) {
-  uint64_t seen = 0;
-  for (size_t i = 0; i < HAK_SEG_MEMBERS; i++) {
-    hak_member_t* m = &seg->members[i];
-    if ((m->mask & seen) != 0) return false;
-    seen |= m->mask;
-  }
-  return (seen & seg->free_pages) == 0;
-}
-#endif
 
 void _hak_pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
 void _hak_pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
