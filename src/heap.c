@@ -257,6 +257,14 @@ static void stat_reclaimed(const hak_slab_t* s) {
   atomic_fetch_add_explicit(&_hak_stat_reclaimed_pages, s->npages, memory_order_relaxed);
 }
 
+/* Take the remote-free bits of the slabs `mask` of seg (the segment's other
+ * bits are other heaps' slabs', or abandoned ones): those set, now cleared. */
+static uint64_t seg_take_remote(hak_segment_t* seg, uint64_t mask) {
+  uint64_t bits = hak_load_relaxed(&seg->xremote) & mask;
+  if (bits != 0) atomic_fetch_and_explicit(&seg->xremote, ~bits, memory_order_acquire);
+  return bits;
+}
+
 /* The owner takes the slabs that got remote frees (segment bits, raised with
  * the heap's hint by remote_free): collects them, puts full ones that got
  * blocks back on their class list and releases the others the remote frees
@@ -269,11 +277,7 @@ static void heap_collect_remote(hak_heap_t* h) {
   for (hak_member_t *m = h->members, *mnext; m != NULL; m = mnext) {
     mnext = m->next;   /* m goes when its last slab is released below (and its segment may) */
     hak_segment_t* seg = hak_segment_of(m);
-    /* only this heap's bits: the segment's other slabs are other heaps' */
-    uint64_t bits = hak_load_relaxed(&seg->xremote) & m->mask;
-    if (bits == 0) continue;
-    atomic_fetch_and_explicit(&seg->xremote, ~bits, memory_order_acquire);
-    while (bits != 0) {
+    for (uint64_t bits = seg_take_remote(seg, m->mask); bits != 0;) {
       hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
       bits &= bits - 1;
       uintptr_t xo = hak_load_relaxed(&s->xowner);
@@ -309,11 +313,8 @@ static void heap_collect_remote(hak_heap_t* h) {
  * pages the caller gives back, so memory of exited threads follows the
  * frees even when no thread adopts it. */
 uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask) {
-  uint64_t bits = hak_load_relaxed(&seg->xremote) & mask;
-  if (bits == 0) return 0;
-  atomic_fetch_and_explicit(&seg->xremote, ~bits, memory_order_acquire);
   uint64_t emptied = 0;
-  while (bits != 0) {
+  for (uint64_t bits = seg_take_remote(seg, mask); bits != 0;) {
     size_t idx = (size_t)__builtin_ctzll(bits);
     hak_slab_t* s = &seg->slabs[idx];
     bits &= bits - 1;
@@ -744,8 +745,9 @@ void _hak_free_generic(void* p, const char* op) {
 }
 
 /* A slab holds no block any more.  Keep it if it is its class's only one (so
- * a malloc/free ping-pong does not re-carve), else release it; true when
- * released. */
+ * a malloc/free ping-pong does not re-carve), else release it: 0 kept, 1
+ * released, 2 released and it was the heap's last slab in its segment (which
+ * may be gone). */
 static int slab_retire(hak_heap_t* h, hak_slab_t* s) {
   if (h->cls[s->cls].cur == s && s->next == NULL) return 0;
   if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
@@ -972,8 +974,7 @@ void _hak_heap_abandon(hak_heap_t* h) {
 /* The abandoned slabs `mask` of seg are h's now (pool.c, _hak_pool_adopt):
  * collect each, release the empty ones, put the rest on h's lists. */
 static void heap_adopt(hak_heap_t* h, hak_segment_t* seg, uint64_t mask) {
-  /* every slab is collected below: their bits are stale */
-  atomic_fetch_and_explicit(&seg->xremote, ~mask, memory_order_relaxed);
+  seg_take_remote(seg, mask);   /* every slab is collected below: their bits are stale */
   for (uint64_t bits = mask; bits != 0; bits &= bits - 1) {
     hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
     hak_assert(hak_load_relaxed(&s->xowner) == HAK_OWNER_ABANDONED);
@@ -1034,10 +1035,10 @@ void _hak_heaps_fork_child(hak_heap_t* self) {
   if (self == NULL || self == &_hak_heap_empty) return;
   for (hak_member_t* m = self->members; m != NULL; m = m->next)
     for (uint64_t bits = m->mask; bits != 0; bits &= bits - 1) {
-        hak_slab_t* s = &hak_segment_of(m)->slabs[__builtin_ctzll(bits)];
-        uintptr_t v = hak_load_relaxed(&s->xthread_free);
-        if (!(v & HAK_XF_NOTIFYING)) continue;   /* read only: no copy-on-write fault */
-        hak_store_relaxed(&s->xthread_free, v & ~HAK_XF_NOTIFYING);
-        slab_rearm(s, self);
-      }
+      hak_slab_t* s = &hak_segment_of(m)->slabs[__builtin_ctzll(bits)];
+      uintptr_t v = hak_load_relaxed(&s->xthread_free);
+      if (!(v & HAK_XF_NOTIFYING)) continue;   /* read only: no copy-on-write fault */
+      hak_store_relaxed(&s->xthread_free, v & ~HAK_XF_NOTIFYING);
+      slab_rearm(s, self);
+    }
 }

@@ -233,7 +233,6 @@ static hak_segment_t* pool_give_locked(hak_heap_t* h, hak_segment_t* seg, size_t
     avail_link(seg);
     return NULL;
   }
-  hak_assert(member_slot(seg) == &seg->members[0] && !seg->abandoned);
   avail_unlink(seg);
   return seg;
 }
@@ -255,13 +254,10 @@ void _hak_pool_abandon(hak_heap_t* h) {
   while (h->members != NULL) {
     hak_member_t* m = h->members;
     hak_segment_t* seg = hak_segment_of(m);
-    uint64_t mask = m->mask;
+    hak_member_t* a = member_of(seg, NULL);   /* the segment's abandoned entry, if any */
     member_unlink(h, m);   /* m->heap = NULL: m is an abandoned entry now ... */
-    hak_member_t* a = NULL;
-    for (size_t i = 0; i < HAK_SEG_MEMBERS; i++)
-      if (&seg->members[i] != m && seg->members[i].heap == NULL && seg->members[i].mask != 0) a = &seg->members[i];
     if (a != NULL) {   /* ... unless the segment has one: one per segment */
-      a->mask |= mask;
+      a->mask |= m->mask;
       m->mask = 0;
     }
     ab_link(seg);
