@@ -13,15 +13,18 @@
 #   benchmarks (--bench): build-essential gcc make python3 git gnuplot-nox strace
 #          libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 (the peers)
 #   tests, in addition: valgrind sqlite3 pkg-config cmake clang
-#          libclang-rt-14-dev redis-server redis-tools ruby (clang and its sanitizer
-#          runtime build the fuzz test, cmake the CMake consumer test, sqlite3
-#          and redis are programs run under hakmem, ruby one of scripts/programs.sh's)
+#          libclang-rt-14-dev redis-server redis-tools ruby mariadb-server sysbench
+#          memcached libmemcached-tools (clang and its sanitizer runtime build the
+#          fuzz test, cmake the CMake consumer test, sqlite3 and redis are programs
+#          run under hakmem, ruby one of scripts/programs.sh's, the servers and
+#          their load generators scripts/programs.sh servers)
 # Services are not started: while apt-get installs, a /usr/sbin/policy-rc.d
 # that exits 101 denies every service start (an existing policy-rc.d is put
 # back afterwards), and a service unit a package brought in this run is
-# disabled (redis-server: deb-systemd-helper, update-rc.d), so no Redis daemon
-# runs now or after a reboot.  The tests start redis-server themselves, on
-# 127.0.0.1, and stop it by its process id.
+# disabled (redis-server, mariadb-server, memcached: deb-systemd-helper,
+# update-rc.d), so no such daemon runs now or after a reboot.  The tests and
+# scripts/programs.sh start the servers themselves, on 127.0.0.1 or a unix
+# socket, and stop them by their process id.
 #
 # Idempotent: installs only the packages that are missing, runs `apt-get update`
 # only when the package lists are absent or an install cannot find a package,
@@ -50,10 +53,12 @@ done
 PKGS=(build-essential gcc make python3 git gnuplot-nox strace libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4)
 if ((!only_bench)); then
   # debhelper and lintian: only for tests/cases/pkg_deb.sh (make deb, lintian)
-  PKGS+=(valgrind sqlite3 pkg-config cmake clang libclang-rt-14-dev redis-server redis-tools ruby debhelper lintian)
+  PKGS+=(valgrind sqlite3 pkg-config cmake clang libclang-rt-14-dev redis-server redis-tools ruby debhelper lintian
+    mariadb-server sysbench memcached libmemcached-tools)
 fi
-# packages whose service must not run: name of the package, then of its unit
-SERVICES=(redis-server)
+# packages whose service must not run: PACKAGE:UNIT (the systemd unit and the
+# init script are both named UNIT)
+SERVICES=(redis-server:redis-server mariadb-server:mariadb memcached:memcached)
 POLICY_RC_D=${POLICY_RC_D:-/usr/sbin/policy-rc.d}   # a test points this elsewhere
 export DEBIAN_FRONTEND=noninteractive
 APT_OPTS=(-y -q -o Dpkg::Use-Pty=0 -o DPkg::Lock::Timeout=900 --no-install-recommends)
@@ -109,11 +114,12 @@ no_services_end() {
 }
 # A service package installed in this run: not started at boot either.
 disable_services() {
-  local p
+  local p u
   for p in "${SERVICES[@]}"; do
+    u=${p#*:} p=${p%%:*}
     [[ " $1 " == *" $p "* ]] && installed "$p" || continue
-    if command -v deb-systemd-helper >/dev/null 2>&1; then deb-systemd-helper disable "$p.service" >/dev/null 2>&1 || true; fi
-    if command -v update-rc.d >/dev/null 2>&1; then update-rc.d "$p" disable >/dev/null 2>&1 || true; fi
+    if command -v deb-systemd-helper >/dev/null 2>&1; then deb-systemd-helper disable "$u.service" >/dev/null 2>&1 || true; fi
+    if command -v update-rc.d >/dev/null 2>&1; then update-rc.d "$u" disable >/dev/null 2>&1 || true; fi
     echo "setup: $p installed with its service disabled (the tests start it themselves)"
   done
 }

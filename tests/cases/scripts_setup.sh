@@ -3,8 +3,8 @@
 # and update-rc.d (nothing is installed): while apt-get installs, the
 # policy-rc.d it points at (POLICY_RC_D) denies service starts (exit 101);
 # afterwards a policy-rc.d that was there is back byte for byte, and one that
-# was not is gone; redis-server, when this run installed it, has its service
-# disabled; a redis-server that was installed before is left alone; the
+# was not is gone; redis-server, mariadb-server and memcached, when this run
+# installed them, have their services disabled; a redis-server that was installed before is left alone; the
 # packages README.md lists are the ones setup.sh installs.
 set -euo pipefail
 . tests/cases/core_lib.sh
@@ -69,7 +69,12 @@ cmp -s "$tmp/policy-rc.d" "$tmp/policy.orig" || bad "the previous policy-rc.d wa
 grep -qx 'deb-systemd-helper disable redis-server.service' "$tmp/log" || bad "redis-server.service not disabled"
 grep -qx 'update-rc.d redis-server disable' "$tmp/log" || bad "redis-server init script not disabled"
 grep -q 'redis-server installed with its service disabled' "$tmp/out" || bad "setup.sh does not say it disabled redis-server"
-echo "ok   $(grep 'policy-rc.d during' "$tmp/log"); restored; redis-server disabled"
+for pu in mariadb-server:mariadb memcached:memcached; do
+  grep -qx "deb-systemd-helper disable ${pu#*:}.service" "$tmp/log" || bad "${pu#*:}.service not disabled"
+  grep -qx "update-rc.d ${pu#*:} disable" "$tmp/log" || bad "${pu#*:} init script not disabled"
+  grep -q "${pu%%:*} installed with its service disabled" "$tmp/out" || bad "setup.sh does not say it disabled ${pu%%:*}"
+done
+echo "ok   $(grep 'policy-rc.d during' "$tmp/log"); restored; redis-server, mariadb, memcached disabled"
 
 echo "== no policy-rc.d before: none after"
 rm -f "$tmp/policy-rc.d"
