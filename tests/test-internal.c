@@ -61,6 +61,13 @@ static void check_lookup(void) {
       return;
     }
   }
+  /* a power of two plus a small header (a string's or array's length field)
+   * rounds up by at most a sixteenth from 256 B, not by a fifth */
+  for (size_t k = 256; k <= HAK_MEDIUM_MAX / 2; k *= 2)
+    for (size_t hdr = 1; hdr <= 16; hdr += 5) {
+      size_t d = _hak_class_size[hak_class_of(k + hdr)];
+      CHECKF(d * 16 <= (k + hdr) * 17, "%zu + %zu B: a %zu-byte block", k, hdr, d);
+    }
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     size_t d = _hak_class_size[c], pages = _hak_class_pages[c], slab = pages << HAK_PAGE_SHIFT;
     CHECKF(pages <= HAK_SLAB_MAX_PAGES, "class %zu (%zu B): %zu pages, more than HAK_SLAB_MAX_PAGES", c, d, pages);
