@@ -530,6 +530,7 @@ int  _hak_site_before_alloc(uint32_t idx, uint64_t* t0, bool* long_lived, size_t
 void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before);
 int  _hak_site_on_free(hak_segment_t* seg, uint64_t* t0);
 void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident);
+double _hak_site_touched(const hak_segment_t* seg);
 bool _hak_site_ring_enter(hak_segment_t* seg);
 void _hak_site_ring_leave(hak_segment_t* seg);
 size_t _hak_sites_used(void);
@@ -599,6 +600,8 @@ bool  _hak_os_advise(void* p, size_t size, int advice);
 /* thp.c */
 void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint, uint32_t first_bsize);
 bool _hak_thp_exact(size_t end);
+bool _hak_thp_wants_sample(const hak_segment_t* seg);
+void _hak_thp_sample(double touched);
 #define HAK_THP_SECOND_OPEN 4   /* seg->thp: the second half's advice waits for its first slab */
 #define HAK_THP_FIRST_OPEN 8    /* seg->thp: the first half's advice waits for a slab of blocks of at most a page */
 void _hak_thp_slab(hak_segment_t* seg, size_t idx, unsigned n, uint32_t bsize);

@@ -195,15 +195,17 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
     if (seg == NULL) seg = _hak_batch_take(need);
   }
   if (seg == NULL) {
-    size_t map = off == HAK_LARGE_HDR && !_hak_thp_exact(off + size) ? _hak_bigcache_map_size(need) : need;
+    /* decided once: an advised block is mapped exactly (thp.c) */
+    bool huge = _hak_thp_exact(off + size);
+    size_t map = off == HAK_LARGE_HDR && !huge ? _hak_bigcache_map_size(need) : need;
     _hak_os_reserve = true;   /* user-sized: subject to the overcommit policy */
-    seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE, size, 0);
-    if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, size, 0);
+    seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE, huge ? size : 0, 0);
+    if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, huge ? size : 0, 0);
     if (seg == NULL) {
       /* out of address space or memory: give back what is cached and retry once */
       _hak_bigcache_expire(0);
       _hak_batch_flush();
-      seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, size, 0);
+      seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, huge ? size : 0, 0);
       if (seg == NULL) {
         _hak_os_reserve = false;
         errno = ENOMEM;
@@ -287,6 +289,7 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   hak_store_relaxed(&recent_freed[i], (uintptr_t)p);
   atomic_fetch_add_explicit(&_hak_stat_large_frees, 1, memory_order_relaxed);
   large_account(0, seg->map_size);
+  if (_hak_thp_wants_sample(seg)) _hak_thp_sample(_hak_site_touched(seg));
   if (seg->huge_aligned) {
     huge_remove((uintptr_t)p);
     _hak_os_unmap(seg, seg->map_size);

@@ -323,9 +323,10 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
   site_unlock(s);
 }
 
-/* The fraction of a block's pages that are resident: one mincore call over
- * a small block, four windows spread over a big one; -1 when unknown. */
-static double touch_fraction(const hak_segment_t* seg) {
+/* The fraction of a large block's pages that are resident: one mincore call
+ * over a small block, four windows spread over a big one; -1 when unknown.
+ * (Also thp.c's evidence, through large.c, for advising large blocks.) */
+double _hak_site_touched(const hak_segment_t* seg) {
   enum { WIN = 256, NWIN = 4 };
   uint8_t vec[WIN * NWIN];
   uint8_t* base = (uint8_t*)seg + hak_align_up(seg->large_off, HAK_OS_PAGE);
@@ -375,7 +376,7 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
   bool sample = learning() && (s->frees & (s->samples < 32 ? 7 : 63)) == 1;
   site_unlock(s);
   if (sample && seg->large_size >= HAK_OS_PAGE) {
-    double touched = touch_fraction(seg);
+    double touched = _hak_site_touched(seg);
     if (touched >= 0) {
       site_lock(s);
       s->touch_ewma = s->samples ? 0.8 * s->touch_ewma + 0.2 * touched : touched;

@@ -14,7 +14,7 @@ T=build/tests/thp-test
 run() { echo "+ $*"; env -u HAKMEM_PROFILE -u HAKMEM_THP "$@"; }
 for m in auto always never; do
   run HAKMEM_THP=$m $T big
-  run HAKMEM_THP=$m $T large
+  run HAKMEM_THP=$m HAKMEM_BIGCACHE_MAX_MB=0 $T large
   run HAKMEM_THP=$m $T medium
 done
 run $T threads
