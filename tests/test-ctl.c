@@ -12,6 +12,7 @@
 #include "hak_test.h"
 
 #include <pthread.h>
+#include <sys/wait.h>
 
 static size_t fig(const char* name) {
   size_t v = 0, len = sizeof v;
@@ -258,6 +259,21 @@ static void test_threads(void) {
   CHECKF(fig("stats.allocated") == a0, "after freeing all: %zu, want %zu", fig("stats.allocated"), a0);
   printf("  %d blocks of an exited thread: +%zu, freed here: back to %zu\n", NREMOTE, a1 - a0, fig("stats.allocated"));
   check_order("threads");
+  /* a fork child (of a process with threads: the figures' locks are
+   * the fork handlers') asks too */
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    uint64_t e = 0, one = 1;
+    size_t a = 0, len = sizeof e;
+    int ok = t_ctl("epoch", &e, &len, &one, sizeof one) == 0 && e >= 2;
+    len = sizeof a;
+    ok = ok && t_ctl("stats.allocated", &a, &len, NULL, 0) == 0 && a > 0;
+    _exit(ok ? 0 : 3);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork child: status %d", st);
 }
 
 static void test_malloc_info(void) {

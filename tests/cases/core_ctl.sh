@@ -20,6 +20,13 @@ run "test-ctl, HAKMEM_PROFILE=speed" env HAKMEM_PROFILE=speed $T/test-ctl-releas
 run "test-ctl, HAKMEM_PROFILE=lean" env HAKMEM_PROFILE=lean $T/test-ctl-release api
 run "test-ctl, the environment wins over mallopt" env HAKMEM_LEAN_TARGET_MB=7 HAKMEM_INVALID_FREE=warn $T/test-ctl-release api
 
+echo "== every name of src/ctl.c's table is in docs/TUNING.md"
+names=$(sed -n '/^static const ctl_t ctl_table/,/^};/p' src/ctl.c |
+  sed -nE 's/.*(\{|FIG\(|FIG_U64\()"([^"]+)".*/\2/p; s/.*CLS\("([^"]+)".*/stats.class.#.\1/p' | sed 's/#/<i>/; s/\*/<name>/')
+(($(wc -l <<<"$names") >= 30)) || bad "only $(wc -l <<<"$names") names read from src/ctl.c"
+for n in $names; do grep -qF "\`$n\`" docs/TUNING.md || bad "$n is not in docs/TUNING.md"; done
+echo "ok   $(wc -l <<<"$names") names"
+
 PY=$(command -v python3) || skip "python3 not installed (the XML checks)"
 check_xml() {   # check_xml NAME OUTPUT XML
   "$PY" - "$@" <<'EOF'
