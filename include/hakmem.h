@@ -45,6 +45,16 @@ HAK_EXPORT size_t hak_malloc_usable_size(const void* p);
 HAK_EXPORT int   hak_malloc_trim(size_t pad);
 HAK_EXPORT void  hak_malloc_stats(void);
 HAK_EXPORT struct mallinfo2 hak_mallinfo2(void);
+/* glibc's malloc_info: hakmem's figures in glibc's XML shape (one <heap>:
+ * the room in the size classes' slabs as <sizes> and "fast", other memory
+ * held and not in use as "rest", live large blocks as "mmap"; system
+ * current + mmap size = bytes mapped).  options must be 0; 0 or EINVAL. */
+HAK_EXPORT int   hak_malloc_info(int options, FILE* fp);
+/* glibc's mallopt: M_TRIM_THRESHOLD sets HAKMEM_LEAN_TARGET_MB (rounded up
+ * to MiB), M_CHECK_ACTION sets HAKMEM_INVALID_FREE, unless the environment
+ * set them; the other parameters are accepted and ignored.  Returns 1, or 0
+ * for a value glibc refuses (docs/TUNING.md). */
+HAK_EXPORT int   hak_mallopt(int param, int value);
 
 /* ---- hakmem's own calls ---- */
 
@@ -67,6 +77,27 @@ typedef struct hak_os_stats_s {
   size_t peak_mapped_bytes;   /* high-water mark of mapped_bytes */
 } hak_os_stats_t;
 HAK_EXPORT void hak_os_stats(hak_os_stats_t* out);
+
+/* Figures and settings by name, in the manner of jemalloc's mallctl: the
+ * value of `name` is copied to oldp, whose size *oldlenp must be the value's
+ * (oldp NULL: *oldlenp is set to that size); newp/newlen write a value.
+ * Returns 0, or ENOENT (unknown name), EINVAL (a size that is not the
+ * value's), EPERM (a write to a read-only name).
+ *   version                 const char*  HAKMEM_VERSION
+ *   epoch                   uint64_t     the stats.* names read a snapshot; writing any value
+ *                                        takes a new one (the first read takes the first)
+ *   stats.allocated         size_t  bytes in live blocks (small: class size; large: usable size)
+ *   stats.active            size_t  bytes of slab pages in use and of live large blocks
+ *   stats.metadata          size_t  mapped, neither active nor retained: headers, heaps, tables
+ *   stats.resident          size_t  an upper estimate of the above that is in RAM
+ *   stats.mapped            size_t  bytes mapped from the OS (= active + retained + metadata)
+ *   stats.retained          size_t  mapped, held, not in use (free pages, caches, decommitted)
+ *   stats.class.<i>.live_blocks (and .size .free_blocks .slabs .pages .nmalloc), class.count,
+ *   opt.<name>              size_t  the effective HAKMEM_<NAME> (lower case: opt.decommit_delay_ms)
+ * and the others docs/TUNING.md ("Figures on request") lists.  Reading costs
+ * a walk of every slab at the refresh; nothing is counted on the fast paths
+ * for it. */
+HAK_EXPORT int hakmem_ctl(const char* name, void* oldp, size_t* oldlenp, const void* newp, size_t newlen);
 
 /* Value of an option as in effect (after profile and environment), or -1 when
  * `name` (e.g. "HAKMEM_DECOMMIT") is unknown. */

@@ -127,10 +127,12 @@ static void fork_prepare(void) {
   _hak_large_fork_prepare();
   _hak_bigcache_fork_prepare();
   _hak_release_fork_prepare();
+  _hak_ctl_fork_prepare();
   _hak_mesh_fork_barrier();
 }
 static void fork_parent(void) {
   _hak_mesh_fork_parent();
+  _hak_ctl_fork_parent();
   _hak_release_fork_parent();
   _hak_bigcache_fork_parent();
   _hak_large_fork_parent();
@@ -141,6 +143,7 @@ static void fork_parent(void) {
 static void fork_child(void) {
   _hak_mesh_fork_child();   /* first: the child's own copy of meshed pages */
   _hak_sites_fork_child();
+  _hak_ctl_fork_child();
   _hak_release_fork_child();
   _hak_bigcache_fork_child();
   _hak_large_fork_child();

@@ -430,6 +430,7 @@ void  _hak_pool_abandoned_tick(bool force);
 void  _hak_pool_tick(uint64_t now, uint64_t delay, bool force);
 void  _hak_pool_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n);
 void  _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident);
+void  _hak_pool_foreach_slab(void (*fn)(hak_slab_t*, void*), void* arg);   /* heap lock, then pool lock */
 void  _hak_pool_fork_prepare(void);
 void  _hak_pool_fork_parent(void);
 void  _hak_pool_fork_child(void);
@@ -480,6 +481,7 @@ void _hak_secure_large_fill(hak_segment_t* seg);
 void _hak_secure_large_verify(hak_segment_t* seg);
 void _hak_secure_large_quarantine(hak_segment_t* seg);
 void _hak_secure_large_flush(void);
+size_t _hak_secure_large_held(void);
 hak_segment_t* _hak_secure_large_take(size_t need);
 void _hak_secure_large_fork(int stage);
 void* _hak_zero_alloc(void);
@@ -502,6 +504,7 @@ hak_inline void _hak_secure_large_alloc(hak_segment_t* seg) { (void)seg; }
 hak_inline void _hak_secure_large_check(hak_segment_t* seg, const char* op) { (void)seg, (void)op; }
 hak_inline void _hak_secure_large_quarantine(hak_segment_t* seg) { (void)seg; }
 hak_inline void _hak_secure_large_flush(void) {}
+hak_inline size_t _hak_secure_large_held(void) { return 0; }
 hak_inline hak_segment_t* _hak_secure_large_take(size_t need) { (void)need; return NULL; }
 hak_inline void _hak_secure_large_fork(int stage) { (void)stage; }
 hak_inline void* _hak_zero_alloc(void) { return NULL; }
@@ -620,6 +623,11 @@ size_t _hak_os_peak_rss_bytes(void);
 /* options.c */
 #include "options.h"
 
+/* ctl.c: hakmem_ctl's snapshot lock (a leaf: taken last before fork) */
+void _hak_ctl_fork_prepare(void);
+void _hak_ctl_fork_parent(void);
+void _hak_ctl_fork_child(void);
+
 /* stats.c */
 void _hak_stats_init(void);      /* after the options: keeps the report's descriptor */
 void _hak_stats_at_exit(void);
@@ -627,7 +635,40 @@ extern _Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES], _hak_stat_refills
 extern _Atomic(size_t) _hak_stat_slab_pages;
 extern _Atomic(uint64_t) _hak_stat_borrowed;   /* mallocs served by a larger class's sparse slab (heap.c) */
 extern _Atomic(uint64_t) _hak_stat_large_allocs, _hak_stat_large_frees;
-extern _Atomic(uint64_t) _hak_stat_large_bytes, _hak_stat_large_peak_bytes;
+extern _Atomic(uint64_t) _hak_stat_large_bytes, _hak_stat_large_peak_bytes, _hak_stat_large_usable;
+/* A report built in a caller's buffer, without allocating (stats.c, ctl.c). */
+typedef struct { char* buf; size_t len, cap; } hak_sbuf_t;
+void _hak_sb_add(hak_sbuf_t* sb, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Every figure of the ctl names and of malloc_info at one moment (stats.c,
+ * _hak_figures).  Computed on request: a walk of every slab under the heap
+ * and pool locks, plus the counters the tiers keep; nothing is counted on
+ * the fast paths for it.  Bytes unless named otherwise. */
+typedef struct {
+  size_t cls_size;                   /* block size */
+  size_t live_blocks;                /* blocks handed out and not freed (a remote free counts at once) */
+  size_t free_blocks;                /* room left in the class's slabs (carved or not) */
+  size_t slabs, pages;               /* slabs of the class and their 64 KiB pages */
+  uint64_t nmalloc;                  /* blocks handed out since start */
+} hak_class_figures_t;
+typedef struct {
+  size_t allocated;                  /* live blocks: small at their class size, large at their usable size */
+  size_t active;                     /* pages of slabs in use (less the 4 KiB pages scavenged) and of live large blocks */
+  size_t metadata;                   /* the rest of what is mapped: segment and block headers, heaps, tables */
+  size_t resident;                   /* an upper estimate: active, headers, and free pages not yet given back */
+  size_t mapped;                     /* everything hakmem holds from the OS */
+  size_t retained;                   /* mapped, held, not in use: free pages, cached segments and blocks */
+  size_t retained_resident;          /* ... of it not given back to the OS yet */
+  size_t peak_mapped, rss, peak_rss;
+  size_t small_allocated, small_active, small_free_bytes, small_free_blocks;
+  size_t segments, cached_segments, pool_free_pages;
+  size_t large_live, large_allocated, large_mapped;   /* live large blocks: count, usable bytes, their mappings */
+  uint64_t large_nmalloc, large_nfree;
+  size_t bigcache_resident, bigcache_mapped, batch_mapped, quarantine_mapped;
+  hak_class_figures_t cls[HAK_NCLASSES];
+  hak_os_stats_t os;
+} hak_figures_t;
+void _hak_figures(hak_figures_t* f);
 
 hak_inline size_t hak_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 

@@ -10,6 +10,9 @@
 
 _Atomic(uint64_t) _hak_stat_large_allocs, _hak_stat_large_frees;
 _Atomic(uint64_t) _hak_stat_large_bytes, _hak_stat_large_peak_bytes;
+/* usable bytes of the live blocks (what malloc_usable_size says): the
+ * mappings above count headroom for growth, up to twice the block */
+_Atomic(uint64_t) _hak_stat_large_usable;
 
 /* Recently freed large block addresses: a double free of a large block,
  * whose mapping is gone, is still named as such (best effort). */
@@ -23,6 +26,9 @@ static void large_account(size_t add, size_t sub) {
   while (now > peak && !atomic_compare_exchange_weak_explicit(&_hak_stat_large_peak_bytes, &peak, now,
                                                               memory_order_relaxed, memory_order_relaxed)) {
   }
+}
+static void large_usable(size_t add, size_t sub) {
+  atomic_fetch_add_explicit(&_hak_stat_large_usable, add - sub, memory_order_relaxed);
 }
 
 /* ---------------------------------------------------------------- huge alignment table */
@@ -83,6 +89,10 @@ static void* huge_aligned_alloc(size_t size, size_t align) {
     errno = ENOMEM;
     return NULL;
   }
+  /* counted as every large block is (its free subtracts the same) */
+  atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
+  large_account(map, 0);
+  large_usable(_hak_large_usable(seg), 0);
   return (void*)p;
 }
 
@@ -255,6 +265,7 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   if (size > seg->large_peak) seg->large_peak = size;
   atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
   large_account(seg->map_size, 0);
+  large_usable(_hak_large_usable(seg), 0);
   void* p = (uint8_t*)seg + seg->large_off;
   if (zero && !seg->large_fresh) memset(p, 0, size);
   seg->prefaulted = 0;
@@ -289,6 +300,7 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   hak_store_relaxed(&recent_freed[i], (uintptr_t)p);
   atomic_fetch_add_explicit(&_hak_stat_large_frees, 1, memory_order_relaxed);
   large_account(0, seg->map_size);
+  large_usable(0, _hak_large_usable(seg));
   if (_hak_thp_wants_sample(seg)) _hak_thp_sample(_hak_site_touched(seg));
   if (seg->huge_aligned) {
     huge_remove((uintptr_t)p);
@@ -363,6 +375,7 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
       }
     }
     seg->large_size = size;
+    large_usable(_hak_large_usable(seg), usable);
     if (size > seg->large_peak) seg->large_peak = size;
     _hak_bigcache_unpin(seg, off + size);
     return p;
@@ -401,6 +414,7 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
         b->large_size = size;
         b->large_peak = b_peak > size ? b_peak : size;
         large_account(b_map - old_map, 0);
+        large_usable(_hak_large_usable(b), usable);
         return (uint8_t*)b + off;
       }
       _hak_segmap_set(seg, true);   /* could not move: still here */
@@ -421,6 +435,7 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   nseg->large_size = size;
   if (size > nseg->large_peak) nseg->large_peak = size;
   large_account(nseg->map_size - old_map, 0);
+  large_usable(_hak_large_usable(nseg), usable);
   return (uint8_t*)nseg + off;
 }
 

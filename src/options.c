@@ -217,6 +217,28 @@ long long _hak_option_by_name(const char* name) {
   return -1;
 }
 
+/* The option whose name, without "HAKMEM_", is `name` in any case (ctl.c:
+ * "opt.decommit_delay_ms"); -1 when there is none. */
+int _hak_option_find(const char* name) {
+  size_t n = strlen(name);
+  for (int i = 0; i < HAK_OPT_COUNT; i++)
+    if (str_ieq(name, opt_table[i].name + strlen("HAKMEM_"), n)) return i;
+  return -1;
+}
+
+/* A setting the program makes while it runs (mallopt), within the option's
+ * bounds.  The user's environment wins: an option set there is kept, and
+ * false says so.  Only options read where they act (not cached at start-up)
+ * may change this way. */
+bool _hak_option_set(hak_option_id_t id, long long v) {
+  _hak_options_init();
+  if (id >= HAK_OPT_COUNT || opt_explicit[id]) return false;
+  if (v < opt_table[id].min) v = opt_table[id].min;
+  if (v > opt_table[id].max) v = opt_table[id].max;
+  __atomic_store_n(&_hak_options[id], v, __ATOMIC_RELAXED);
+  return true;
+}
+
 hak_api long long hak_option_get(const char* name) {
   _hak_options_init();
   return _hak_option_by_name(name);

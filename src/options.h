@@ -97,5 +97,7 @@ void _hak_options_init(void);     /* idempotent; reads environ */
 void _hak_options_print(void);
 long long _hak_option_by_name(const char* name);
 const char* _hak_option_text(hak_option_id_t id);   /* PATH options: the value, or NULL */
+int _hak_option_find(const char* name);   /* by name without HAKMEM_, any case; -1: none */
+bool _hak_option_set(hak_option_id_t id, long long v);   /* at run time (mallopt); false: the environment set it */
 
 #endif

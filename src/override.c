@@ -25,6 +25,8 @@ size_t malloc_usable_size(void* p) HAK_ALIAS(hak_malloc_usable_size);
 int malloc_trim(size_t pad) HAK_ALIAS(hak_malloc_trim);
 void malloc_stats(void) HAK_ALIAS(hak_malloc_stats);
 struct mallinfo2 mallinfo2(void) HAK_ALIAS(hak_mallinfo2);
+int malloc_info(int options, FILE* fp) HAK_ALIAS(hak_malloc_info);
+int mallopt(int param, int value) HAK_ALIAS(hak_mallopt);
 
 /* glibc's internal names, for programs that call them directly */
 void* __libc_malloc(size_t n) HAK_ALIAS(hak_malloc);
@@ -49,12 +51,6 @@ hak_api struct mallinfo mallinfo(void) {
   m.fordblks = (int)m2.fordblks;
   m.keepcost = (int)m2.keepcost;
   return m;
-}
-
-hak_api int mallopt(int param, int value) {
-  (void)param;
-  (void)value;
-  return 1;   /* accepted; hakmem is tuned by HAKMEM_* variables */
 }
 
 /* ---------------------------------------------------------------- C++ */

@@ -379,6 +379,32 @@ void _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident) {
   pthread_mutex_unlock(&pool_lock);
 }
 
+/* Every slab of every small segment, once (stats.c, the figures on
+ * request): the heaps' member entries, then the abandoned ones.  The pool
+ * lock is taken at the first heap, after the heap lock (their order), and
+ * held to the end, so no slab moves between a heap and the abandoned
+ * entries (a thread exit, an adoption) while they are read; a slab the
+ * owner is setting up or clearing shows its descriptor as it is. */
+typedef struct { void (*fn)(hak_slab_t*, void*); void* arg; bool locked; } slab_walk_t;
+static void walk_mask(hak_segment_t* seg, uint64_t mask, slab_walk_t* w) {
+  for (; mask != 0; mask &= mask - 1) w->fn(&seg->slabs[__builtin_ctzll(mask)], w->arg);
+}
+static void walk_heap(hak_heap_t* h, void* arg) {
+  slab_walk_t* w = arg;
+  if (!w->locked) pthread_mutex_lock(&pool_lock);
+  w->locked = true;
+  for (hak_member_t* m = h->members; m != NULL; m = m->next) walk_mask(hak_segment_of(m), m->mask, w);
+}
+void _hak_pool_foreach_slab(void (*fn)(hak_slab_t*, void*), void* arg) {
+  slab_walk_t w = {fn, arg, false};
+  _hak_heaps_foreach(walk_heap, &w);
+  if (!w.locked) pthread_mutex_lock(&pool_lock);
+  for (hak_segment_t* seg = pool_abandoned; seg != NULL; seg = seg->abnext) {
+    hak_member_t* a = member_of(seg, NULL);
+    if (a != NULL) walk_mask(seg, a->mask, &w);
+  }
+  pthread_mutex_unlock(&pool_lock);
+}
 
 void _hak_pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
 void _hak_pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }

@@ -165,6 +165,16 @@ void _hak_secure_large_quarantine(hak_segment_t* seg) {
   for (size_t i = 0; i < nout; i++) lq_leave(out[i]);   /* outside the lock */
 }
 
+/* The bytes mapped for the large blocks held (stats.c: memory held, not in
+ * use, as the default build's BigCache is). */
+size_t _hak_secure_large_held(void) {
+  size_t mapped = 0;
+  pthread_mutex_lock(&lq_lock);
+  for (size_t k = 0; k < lq_n; k++) mapped += lq_slot[(lq_head + k) % LARGE_QUAR_N]->map_size;
+  pthread_mutex_unlock(&lq_lock);
+  return mapped;
+}
+
 /* Let every quarantined large block go (hak_collect, malloc_trim). */
 void _hak_secure_large_flush(void) {
   for (;;) {

@@ -3,7 +3,9 @@
  * and the OS module's call and byte counts.  Printed at exit with
  * HAKMEM_STATS=1, on demand with hakmem_stats_print(), and by malloc_stats().
  * The exit report goes to a duplicate of stderr taken at start-up (programs
- * such as ls and sort close fd 2 before exit), or to HAKMEM_STATS_FILE. */
+ * such as ls and sort close fd 2 before exit), or to HAKMEM_STATS_FILE.
+ * _hak_figures gathers the figures that hakmem_ctl and malloc_info (ctl.c)
+ * give: what the report prints, and what a walk of the slabs adds. */
 #include "internal.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +23,7 @@ static void sum_heap(hak_heap_t* h, void* arg) {
   acc->refills += __atomic_load_n(&h->refills, __ATOMIC_RELAXED);
 }
 
-typedef struct { char* buf; size_t len, cap; } sbuf_t;
-static void sb_add(sbuf_t* sb, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(sbuf_t* sb, const char* fmt, ...) {
+void _hak_sb_add(hak_sbuf_t* sb, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   if (sb->len < sb->cap) {
@@ -34,25 +34,25 @@ static void sb_add(sbuf_t* sb, const char* fmt, ...) {
 }
 
 static size_t stats_format(char* buf, size_t cap) {
-  sbuf_t sb = {buf, 0, cap};
+  hak_sbuf_t sb = {buf, 0, cap};
   heap_sums_t sums = {{0}, 0};
   _hak_heaps_foreach(sum_heap, &sums);
   static const char* const prof[] = {"speed", "balanced", "lean"};
   long long pr = hak_opt(PROFILE);
-  sb_add(&sb, "hakmem: stats (version %s, pid %d, profile %s)\n", HAKMEM_VERSION, (int)getpid(),
+  _hak_sb_add(&sb, "hakmem: stats (version %s, pid %d, profile %s)\n", HAKMEM_VERSION, (int)getpid(),
          pr >= 0 && pr < 3 ? prof[pr] : "?");
-  sb_add(&sb, "classes: size mallocs\n");
+  _hak_sb_add(&sb, "classes: size mallocs\n");
   uint64_t total = 0;
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     uint64_t n = sums.nmalloc[c] + hak_load_relaxed(&_hak_stat_nmalloc_dead[c]);
     total += n;
-    if (n) sb_add(&sb, "  class %2zu %7u B %14llu\n", c, _hak_class_size[c], (unsigned long long)n);
+    if (n) _hak_sb_add(&sb, "  class %2zu %7u B %14llu\n", c, _hak_class_size[c], (unsigned long long)n);
   }
-  sb_add(&sb, "small: mallocs=%llu refills=%llu slab_pages=%zu (%zu KiB) borrowed=%llu\n", (unsigned long long)total,
+  _hak_sb_add(&sb, "small: mallocs=%llu refills=%llu slab_pages=%zu (%zu KiB) borrowed=%llu\n", (unsigned long long)total,
          (unsigned long long)(sums.refills + hak_load_relaxed(&_hak_stat_refills_dead)),
          hak_load_relaxed(&_hak_stat_slab_pages), hak_load_relaxed(&_hak_stat_slab_pages) * (HAK_PAGE_SIZE / 1024),
          (unsigned long long)hak_load_relaxed(&_hak_stat_borrowed));
-  sb_add(&sb, "large: allocs=%llu frees=%llu live_bytes=%llu peak_bytes=%llu\n",
+  _hak_sb_add(&sb, "large: allocs=%llu frees=%llu live_bytes=%llu peak_bytes=%llu\n",
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_allocs),
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_frees),
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_bytes),
@@ -61,10 +61,10 @@ static size_t stats_format(char* buf, size_t cap) {
   size_t bb, bmap, parked, pmap;
   _hak_bigcache_stats(&bh, &bm, &be, &bb, &bmap);
   _hak_release_stats(&rc, &rb, &ru, &parked, &pmap);
-  sb_add(&sb, "bigcache: hits=%llu misses=%llu evictions=%llu bytes=%zu mapped=%zu\n", (unsigned long long)bh,
+  _hak_sb_add(&sb, "bigcache: hits=%llu misses=%llu evictions=%llu bytes=%zu mapped=%zu\n", (unsigned long long)bh,
          (unsigned long long)bm, (unsigned long long)be, bb, bmap);
   if (_hak_scavenge_enabled())
-    sb_add(&sb, "scavenge: passes=%llu pages_given_back=%llu bytes_given_back=%llu readmitted_pages=%llu dropped_now=%zu\n",
+    _hak_sb_add(&sb, "scavenge: passes=%llu pages_given_back=%llu bytes_given_back=%llu readmitted_pages=%llu dropped_now=%zu\n",
            (unsigned long long)hak_load_relaxed(&_hak_stat_scav_passes),
            (unsigned long long)hak_load_relaxed(&_hak_stat_scav_pages),
            (unsigned long long)hak_load_relaxed(&_hak_stat_scav_pages) * HAK_OS_PAGE,
@@ -72,27 +72,27 @@ static size_t stats_format(char* buf, size_t cap) {
   if (hak_opt(MESH)) {
     uint64_t m[9];
     _hak_mesh_stats(m);
-    sb_add(&sb,
+    _hak_sb_add(&sb,
            "mesh: passes=%llu meshed_slabs=%llu roots=%llu dissolved=%llu unmeshed=%llu bytes_given_back=%llu "
            "barrier_waits=%llu fork_copies=%llu meshed_pages_now=%llu\n",
            (unsigned long long)m[0], (unsigned long long)m[1], (unsigned long long)m[2], (unsigned long long)m[3],
            (unsigned long long)m[4], (unsigned long long)m[5], (unsigned long long)m[6], (unsigned long long)m[7],
            (unsigned long long)m[8]);
   }
-  sb_add(&sb, "release: decommits=%llu decommit_bytes=%llu retained_empty=%zu unmapped_large=%llu parked=%zu parked_mapped=%zu\n",
+  _hak_sb_add(&sb, "release: decommits=%llu decommit_bytes=%llu retained_empty=%zu unmapped_large=%llu parked=%zu parked_mapped=%zu\n",
          (unsigned long long)rc, (unsigned long long)rb, hak_load_relaxed(&_hak_retained_bytes),
          (unsigned long long)ru, parked, pmap);
   if (_hak_sites_used() > 0 && sb.len + 2048 < sb.cap) sb.len += _hak_sites_report(sb.buf + sb.len, sb.cap - sb.len, 8);
-  sb_add(&sb, "segments: live=%zu cached=%zu abandoned=%zu (%zu slab pages)\n", hak_load_relaxed(&_hak_seg_count),
+  _hak_sb_add(&sb, "segments: live=%zu cached=%zu abandoned=%zu (%zu slab pages)\n", hak_load_relaxed(&_hak_seg_count),
          hak_load_relaxed(&_hak_seg_cached), hak_load_relaxed(&_hak_seg_abandoned),
          hak_load_relaxed(&_hak_abandoned_pages));
   size_t psegs, pfree, pres;
   _hak_pool_stats(&psegs, &pfree, &pres);
   /* where small pages are: in slabs (the heaps'), free in the shared pool
    * (resident, or returned to the OS but still mapped) */
-  sb_add(&sb, "pages: in_slabs=%zu pool_free=%zu pool_resident=%zu pool_returned=%zu pool_segments=%zu (64 KiB pages) background=%d\n",
+  _hak_sb_add(&sb, "pages: in_slabs=%zu pool_free=%zu pool_resident=%zu pool_returned=%zu pool_segments=%zu (64 KiB pages) background=%d\n",
          (size_t)hak_load_relaxed(&_hak_stat_slab_pages), pfree, pres, pfree - pres, psegs, (int)_hak_background_running());
-  sb_add(&sb,
+  _hak_sb_add(&sb,
          "threads: abandoned segments=%llu slab_pages=%llu; adopted segments=%llu slab_pages=%llu; "
          "reclaimed slabs=%llu slab_pages=%llu; emptied while abandoned segments=%llu\n",
          (unsigned long long)hak_load_relaxed(&_hak_stat_seg_abandon_total),
@@ -104,11 +104,11 @@ static size_t stats_format(char* buf, size_t cap) {
          (unsigned long long)hak_load_relaxed(&_hak_stat_seg_emptied_total));
   hak_os_stats_t os;
   hak_os_stats(&os);
-  sb_add(&sb, "os: mmap=%zu munmap=%zu madvise=%zu mprotect=%zu mremap=%zu\n", os.mmap_calls, os.munmap_calls,
+  _hak_sb_add(&sb, "os: mmap=%zu munmap=%zu madvise=%zu mprotect=%zu mremap=%zu\n", os.mmap_calls, os.munmap_calls,
          os.madvise_calls, os.mprotect_calls, os.mremap_calls);
-  sb_add(&sb, "os-bytes: mmap=%zu munmap=%zu madvise=%zu mapped=%zu peak_mapped=%zu\n", os.mmap_bytes,
+  _hak_sb_add(&sb, "os-bytes: mmap=%zu munmap=%zu madvise=%zu mapped=%zu peak_mapped=%zu\n", os.mmap_bytes,
          os.munmap_bytes, os.madvise_bytes, os.mapped_bytes, os.peak_mapped_bytes);
-  sb_add(&sb, "rss: current=%zu peak=%zu\n", _hak_os_rss_bytes(), _hak_os_peak_rss_bytes());
+  _hak_sb_add(&sb, "rss: current=%zu peak=%zu\n", _hak_os_rss_bytes(), _hak_os_peak_rss_bytes());
   return sb.len;
 }
 
@@ -209,6 +209,96 @@ void _hak_stats_at_exit(void) {
     _hak_message("hakmem: warning: cannot open HAKMEM_STATS_FILE=%.200s (errno %d); report on stderr\n", pat, errno);
   }
   write_all(report_fd_ours() ? report_fd : 2, buf, n);
+}
+
+/* ---------------------------------------------------------------- figures on request
+ * Live blocks are not counted on the fast paths (a free would have to know
+ * its block's size); the slab descriptors know them: `used` blocks out, of
+ * which the count on the remote list are freed already. */
+static void figure_slab(hak_slab_t* s, void* arg) {
+  hak_figures_t* f = arg;
+  /* (owner-written fields, read as the report reads the heaps' counters: a
+   * slab its owner is setting up or clearing reads as empty) */
+  uint32_t bsize = __atomic_load_n(&s->bsize, __ATOMIC_RELAXED), used = __atomic_load_n(&s->used, __ATOMIC_RELAXED);
+  unsigned npages = __atomic_load_n(&s->npages, __ATOMIC_RELAXED), cls = __atomic_load_n(&s->cls, __ATOMIC_RELAXED);
+  if (bsize == 0 || npages == 0 || cls >= HAK_NCLASSES) return;
+  hak_segment_t* seg = hak_segment_of(s);
+  size_t idx = hak_slab_index(s);
+  uint32_t remote = hak_xf_count(hak_load_relaxed(&s->xthread_free));
+  size_t live = used > remote ? used - remote : 0;
+  size_t cap = (((size_t)npages << HAK_PAGE_SHIFT) / bsize) - (HAK_SECURE ? 1 : 0);   /* (secure: block 0 is never handed out) */
+  /* scavenged: the blocks on 4 KiB pages given back (neither free nor live)
+   * and those pages, which serve no block until the slab takes them back */
+  size_t phantoms = 0, dropped = 0;
+  if (!HAK_SECURE) {
+    phantoms = __atomic_load_n(&seg->nphantom[idx], __ATOMIC_RELAXED);
+    for (size_t i = 0; i < npages && idx + i < HAK_PAGES_PER_SEG; i++)
+      dropped += (size_t)__builtin_popcount(__atomic_load_n(&seg->drop[idx + i], __ATOMIC_RELAXED));
+  }
+  hak_class_figures_t* c = &f->cls[cls];
+  c->live_blocks += live;
+  c->free_blocks += cap > live + phantoms ? cap - live - phantoms : 0;
+  c->slabs++;
+  c->pages += npages;
+  f->small_allocated += live * bsize;
+  f->small_active += ((size_t)npages << HAK_PAGE_SHIFT) - dropped * HAK_OS_PAGE;
+}
+
+void _hak_figures(hak_figures_t* f) {
+  memset(f, 0, sizeof *f);
+  _hak_pool_foreach_slab(figure_slab, f);
+  heap_sums_t sums = {{0}, 0};
+  _hak_heaps_foreach(sum_heap, &sums);
+  size_t slab_bytes = 0;
+  for (size_t c = 0; c < HAK_NCLASSES; c++) {
+    hak_class_figures_t* k = &f->cls[c];
+    k->cls_size = _hak_class_size[c];
+    k->nmalloc = sums.nmalloc[c] + hak_load_relaxed(&_hak_stat_nmalloc_dead[c]);
+    f->small_free_blocks += k->free_blocks;
+    f->small_free_bytes += k->free_blocks * k->cls_size;
+    slab_bytes += k->pages << HAK_PAGE_SHIFT;
+  }
+  uint64_t u0, u1, u2;
+  size_t parked, psegs, pres;
+  _hak_bigcache_stats(&u0, &u1, &u2, &f->bigcache_resident, &f->bigcache_mapped);
+  _hak_release_stats(&u0, &u1, &u2, &parked, &f->batch_mapped);
+  _hak_pool_stats(&psegs, &f->pool_free_pages, &pres);
+  f->quarantine_mapped = _hak_secure_large_held();
+  f->segments = hak_load_relaxed(&_hak_seg_small);
+  f->cached_segments = hak_load_relaxed(&_hak_seg_cached);
+  f->large_nmalloc = hak_load_relaxed(&_hak_stat_large_allocs);
+  f->large_nfree = hak_load_relaxed(&_hak_stat_large_frees);
+  f->large_live = (size_t)(f->large_nmalloc - f->large_nfree);
+  f->large_allocated = (size_t)hak_load_relaxed(&_hak_stat_large_usable);
+  f->large_mapped = (size_t)hak_load_relaxed(&_hak_stat_large_bytes);
+  hak_os_stats(&f->os);
+  f->mapped = f->os.mapped_bytes;
+  f->peak_mapped = f->os.peak_mapped_bytes;
+  f->rss = _hak_os_rss_bytes();
+  f->peak_rss = _hak_os_peak_rss_bytes();
+
+  f->allocated = f->small_allocated + f->large_allocated;
+  f->active = f->small_active + f->large_allocated;   /* (a large block's usable size ends at a page) */
+  /* held, not in use: free pages (the pool's, cached segments', those
+   * scavenged out of slabs), freed large blocks kept (BigCache, release
+   * batch, secure quarantine), and live large blocks' headroom */
+  size_t large_used = f->large_allocated + f->large_live * HAK_LARGE_HDR;
+  f->retained = (f->pool_free_pages << HAK_PAGE_SHIFT) +
+                f->cached_segments * ((size_t)__builtin_popcountll(HAK_SMALL_FREE_PAGES) << HAK_PAGE_SHIFT) +
+                (slab_bytes - f->small_active) + f->bigcache_mapped + f->batch_mapped + f->quarantine_mapped +
+                (f->large_mapped > large_used ? f->large_mapped - large_used : 0);
+  f->retained_resident = hak_load_relaxed(&_hak_retained_bytes) + f->bigcache_resident + f->quarantine_mapped;
+  /* The counters move while they are read (other threads): the figures
+   * are kept in the order every moment has, mapped >= active + retained. */
+  if (f->active > f->mapped) f->active = f->mapped;
+  if (f->allocated > f->active) f->allocated = f->active;
+  if (f->retained > f->mapped - f->active) f->retained = f->mapped - f->active;
+  if (f->retained_resident > f->retained) f->retained_resident = f->retained;
+  f->metadata = f->mapped - f->active - f->retained;
+  /* like jemalloc's, an upper estimate: slab pages not carved yet, a
+   * segment's untouched header page and a large block's untouched tail
+   * count as resident; huge pages may make more so */
+  f->resident = f->active + f->metadata + f->retained_resident;
 }
 
 hak_api struct mallinfo2 hak_mallinfo2(void) {

@@ -18,5 +18,6 @@
 #include "site.c"
 #include "alloc.c"
 #include "stats.c"
+#include "ctl.c"
 #include "init.c"
 #include "override.c"

@@ -47,6 +47,8 @@
 #define t_malloc_trim hak_malloc_trim
 #define t_malloc_stats hak_malloc_stats
 #define t_mallinfo2 hak_mallinfo2
+#define t_malloc_info hak_malloc_info
+#define t_mallopt hak_mallopt
 #else
 #define T_NAMES "standard"
 #define t_malloc malloc
@@ -63,6 +65,8 @@
 #define t_malloc_trim malloc_trim
 #define t_malloc_stats malloc_stats
 #define t_mallinfo2 mallinfo2
+#define t_malloc_info malloc_info
+#define t_mallopt mallopt
 #endif
 
 /* hakmem's own calls.  ht_has_hakmem() tells whether they are available
@@ -76,6 +80,7 @@ typedef struct {
   long long (*option_get)(const char*);
   const char* (*version)(void);
   void (*free_sized)(void*, size_t);
+  int (*ctl)(const char*, void*, size_t*, const void*, size_t);
   bool loaded;
 } ht_hak_api_t;
 static ht_hak_api_t ht_api __attribute__((unused));
@@ -90,8 +95,9 @@ static inline bool ht_has_hakmem(void) {
     ht_api.option_get = (long long (*)(const char*))dlsym(RTLD_DEFAULT, "hak_option_get");
     ht_api.version = (const char* (*)(void))dlsym(RTLD_DEFAULT, "hak_version");
     ht_api.free_sized = (void (*)(void*, size_t))dlsym(RTLD_DEFAULT, "hak_free_sized");
+    ht_api.ctl = (int (*)(const char*, void*, size_t*, const void*, size_t))dlsym(RTLD_DEFAULT, "hakmem_ctl");
     ht_api.loaded = ht_api.owns && ht_api.collect && ht_api.stats_print && ht_api.os_stats &&
-                    ht_api.option_get && ht_api.version && ht_api.free_sized;
+                    ht_api.option_get && ht_api.version && ht_api.free_sized && ht_api.ctl;
   }
   return ht_api.loaded;
 }
@@ -102,6 +108,7 @@ static inline bool ht_has_hakmem(void) {
 #define t_option_get(n) ht_api.option_get(n)
 #define t_version() ht_api.version()
 #define t_free_sized(p, n) (ht_has_hakmem() ? ht_api.free_sized(p, n) : free(p))
+#define t_ctl(...) ht_api.ctl(__VA_ARGS__)
 #else
 static inline bool ht_has_hakmem(void) { return true; }
 #define t_owns(p) hak_owns(p)
@@ -111,6 +118,7 @@ static inline bool ht_has_hakmem(void) { return true; }
 #define t_option_get(n) hak_option_get(n)
 #define t_version() hak_version()
 #define t_free_sized(p, n) hak_free_sized(p, n)
+#define t_ctl(...) hakmem_ctl(__VA_ARGS__)
 #endif
 
 /* ---- checks ----------------------------------------------------------- */

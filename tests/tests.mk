@@ -51,6 +51,7 @@ $(foreach v,release debug hak hakdebug asan glibc,$(eval $(call ht_c_prog,test-a
 $(foreach v,release debug hak asan glibc,$(eval $(call ht_c_prog,test-model,$(v))))
 $(foreach v,release debug hak asan tsan glibc,$(eval $(call ht_c_prog,test-threads,$(v))))
 $(foreach v,release debug glibc,$(eval $(call ht_c_prog,test-misuse,$(v))))
+$(foreach v,release debug hak glibc,$(eval $(call ht_c_prog,test-ctl,$(v))))
 $(foreach v,release debug tsan,$(eval $(call ht_c_prog,test-mesh,$(v))))
 $(foreach v,release glibc,$(eval $(call ht_c_prog,test-opts,$(v))))
 $(foreach v,release,$(eval $(call ht_c_prog,test-syscalls,$(v))))
