@@ -477,6 +477,13 @@ lend:
 }
 
 static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req, bool any_class) {
+  if (hak_unlikely(h->limit_epoch != hak_load_relaxed(&_hak_limit_epoch))) {
+    /* near the memory limit: this heap's empty slabs, the one kept per
+     * class included, and the free pages inside its sparse slabs go back
+     * (only the owner may touch them) */
+    h->limit_epoch = hak_load_relaxed(&_hak_limit_epoch);
+    _hak_collect_heap(h);
+  }
   hak_slab_t* s = h->cls[cls].cur;
   if (s->free == NULL) {
     hak_counter_inc(&h->refills);
@@ -523,6 +530,7 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
           if (b != NULL) return b;
         }
         _hak_heap_release_tick(h);
+        _hak_limit_grow((size_t)_hak_class_pages[cls] << HAK_PAGE_SHIFT);
         s = slab_new(h, cls, PAGES_ANY);
         if (s == NULL && has_segs) ab = _hak_pool_adopt(h, 0, &abmask);
       }

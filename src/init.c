@@ -176,6 +176,7 @@ void _hak_process_init(void) {
   _hak_cookie_key = random_seed() | 1;
   _hak_list_key = random_seed() * 0xD6E8FEB86659FD93ull;
   _hak_options_init();
+  _hak_limit_init();
   _hak_secure_init();   /* the fill byte: fixed from here on */
   if (pthread_key_create(&thread_key, thread_done) == 0) hak_store_release(&thread_key_ok, 1);
   hak_store_release(&_hak_initialized, 2);
@@ -187,6 +188,7 @@ void _hak_process_init(void) {
 __attribute__((constructor(101))) static void hak_constructor(void) {
   _hak_process_init();
   _hak_options_init();   /* environ may not have been set at the first malloc */
+  _hak_limit_init();
   _hak_stats_init();
   if (_hak_tls_heap == &_hak_heap_empty) (void)_hak_thread_init();
 }

@@ -323,6 +323,7 @@ typedef struct hak_heap_s {
   uint64_t scav_next_ms;             /* scavenge.c: the next pass on the release tick ... */
   uint64_t scav_gap_ms;              /* ... and the gap after it (longer while passes find nothing) */
   uint32_t in_use;
+  uint64_t limit_epoch;              /* limit.c: the last memory-limit release this heap answered */
   uint64_t no_resident;              /* the pool's give count when it last found no resident free run + 1 (0: look) */
   uint64_t refills;                  /* mallocs that found the current slab without a free block
                                       * (statistics; every 64th runs the periodic work) */
@@ -578,6 +579,16 @@ bool  _hak_decommit(void* p, size_t size);
 bool  _hak_retained_over_target(void);
 void  _hak_release_large(hak_segment_t* seg);
 hak_segment_t* _hak_batch_take(size_t need);
+/* limit.c: the memory limit (0: none); call before committing new memory */
+extern size_t _hak_limit;
+extern _Atomic(uint64_t) _hak_limit_epoch;   /* releases so far: each heap then gives back its own empty pages */
+void _hak_limit_init(void);
+void _hak_limit_grow_slow(size_t bytes);
+uint64_t _hak_limit_releases(void);
+size_t _hak_os_mapped(void);
+hak_inline void _hak_limit_grow(size_t bytes) {
+  if (hak_unlikely(_hak_limit != 0) && _hak_os_mapped() + bytes > _hak_limit / 8 * 7) _hak_limit_grow_slow(bytes);
+}
 void  _hak_batch_flush(void);
 void  _hak_segment_decommit_free_pages(hak_segment_t* seg);
 void  _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay);

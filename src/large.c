@@ -131,6 +131,7 @@ static void prefault(hak_segment_t* seg, void* p, size_t size) {
  * unchanged.  The caller accounts the bytes. */
 static hak_segment_t* large_grow_map(hak_segment_t* seg, size_t new_map) {
   if (seg->pieced) return NULL;
+  _hak_limit_grow(new_map - seg->map_size);
   size_t grown = seg->thp ? new_map : _hak_bigcache_map_size(new_map);   /* advised: exactly (thp.c) */
   if (_hak_os_remap(seg, seg->map_size, grown, 0, NULL) != NULL ||
       (grown != new_map && _hak_os_remap(seg, seg->map_size, grown = new_map, 0, NULL) != NULL)) {
@@ -202,7 +203,10 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
       if (g == NULL) _hak_release_large(seg);
       seg = g;
     }
-    if (seg == NULL) seg = _hak_batch_take(need);
+    if (seg == NULL) {
+      _hak_limit_grow(need);   /* a parked mapping is decommitted, a new one empty */
+      seg = _hak_batch_take(need);
+    }
   }
   if (seg == NULL) {
     /* decided once: an advised block is mapped exactly (thp.c) */

@@ -34,6 +34,8 @@ typedef enum {
     "how empty memory goes back to the OS: off | free (MADV_FREE) | dontneed (MADV_DONTNEED)") \
   X(DECOMMIT_DELAY_MS, "HAKMEM_DECOMMIT_DELAY_MS", INT, 0, 2000, 0, 0, 86400000, \
     "empty memory is decommitted once it has been empty this long") \
+  X(MEMORY_LIMIT, "HAKMEM_MEMORY_LIMIT", SIZE, 0, 0, 0, 0, (long long)1 << 50, \
+    "resident bytes to stay under: near it every empty and cached page is given back (0: the container's limit, if any)") \
   X(LEAN_TARGET_MB, "HAKMEM_LEAN_TARGET_MB", INT, 4096, 64, 0, 0, 1048576, \
     "empty memory kept resident; above it, empty memory is released at once") \
   X(BACKGROUND,   "HAKMEM_BACKGROUND",   BOOL, 0, 1, 1, 0, 1, \

@@ -175,6 +175,8 @@ size_t _hak_os_rss_bytes(void) {
   return pages * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+size_t _hak_os_mapped(void) { return hak_load_relaxed(&os_mapped); }
+
 size_t _hak_os_peak_rss_bytes(void) {
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;

@@ -54,7 +54,8 @@ bool _hak_decommit(void* p, size_t size) {
   if (mode == HAK_DECOMMIT_OFF || size == 0) return false;
   bool ok = false;
 #ifdef MADV_FREE
-  if (mode == HAK_DECOMMIT_FREE) ok = _hak_os_advise(p, size, MADV_FREE);
+  /* (under a memory limit: MADV_FREE's pages count against it until reclaimed) */
+  if (mode == HAK_DECOMMIT_FREE && _hak_limit == 0) ok = _hak_os_advise(p, size, MADV_FREE);
 #endif
   if (!ok) ok = _hak_os_advise(p, size, MADV_DONTNEED);   /* also the fallback */
   if (ok) {

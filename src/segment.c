@@ -49,6 +49,7 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
     pthread_mutex_unlock(&seg_lock);
   }
   if (seg == NULL) {
+    _hak_limit_grow(map_size);
     seg = seg_map_new(map_size);
     if (seg == NULL) return NULL;
     _hak_thp_fresh(seg, map_size, kind, large_off, thp_hint, first_bsize);

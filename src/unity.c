@@ -10,6 +10,7 @@
 #include "bigcache.c"
 #include "release.c"
 #include "background.c"
+#include "limit.c"
 #include "mesh.c"
 #include "scavenge.c"
 #include "secure.c"

@@ -24,6 +24,9 @@
  *   successor  as reuse, but main (with room of its own) needs a new slab
  *        between the exit and the new thread: the exited thread's segment
  *        still goes to the new thread, and hakmem maps nothing new.
+ *   phases [KEEP]  4 threads move through four size bands together, each
+ *        band's blocks freed (KEEP: a fifth kept) before the next: with
+ *        HT_PEAK_MB, the peak RSS must stay under it (run_phases).
  *   join  remote frees into a slab whose owner still has free blocks of it:
  *        after a collect, every freed block comes back once, no live one.
  *   scavenge [THREADS]  blocks of 512 B - 4 KiB filled, 90 % freed (also
@@ -719,6 +722,75 @@ static void* burst_thread(void* arg) {
   free(v);
   return NULL;
 }
+/* phases [KEEP]: 4 threads move together through four size bands (16 B -
+ * 1 KiB, 1 - 16 KiB, 16 - 128 KiB, 128 KiB - 1 MiB), three rounds; in each
+ * phase the threads hold about 78 MB at its end, verify their blocks and
+ * free them (KEEP: one in five kept over two phases).  Each band's pages are
+ * empty while the next band needs new ones: the shape that a container's
+ * limit kills.  HT_PEAK_MB: the peak RSS (VmHWM) must stay under it. */
+#define PHASE_LIVE ((size_t)78 << 20)
+static int phases_keep;
+static void* phases_thread(void* arg) {
+  static const size_t band[4][2] = {{16, 1024}, {1024, 16384}, {16384, 131072}, {131072, 1048576}};
+  uint64_t seed = (uintptr_t)arg * 0x9E3779B97F4A7C15ull | 1;
+  size_t cap = 1 << 18, nk = 0;
+  unsigned char** blk = malloc(cap * sizeof *blk);
+  unsigned char** kept = malloc(cap * sizeof *kept);
+  for (int round = 0; round < 3; round++)
+    for (int ph = 0; ph < 4; ph++) {
+      size_t held = 0, n = 0;
+      while (held < PHASE_LIVE / 4 && n < cap) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        size_t sz = band[ph][0] + seed % (band[ph][1] - band[ph][0]);
+        unsigned char* p = t_malloc(sz);
+        if (p == NULL) {
+          CHECKF(0, "phases: malloc(%zu) failed", sz);
+          break;
+        }
+        memset(p, (int)(sz & 0xff), sz);
+        p[0] = (unsigned char)(sz >> 8), p[sz - 1] = (unsigned char)(sz >> 16);
+        ((size_t*)(void*)p)[0] = sz;   /* (>= 16 bytes) */
+        blk[n++] = p;
+        held += sz;
+      }
+      for (size_t i = 0; i < n; i++) {
+        size_t sz = ((size_t*)(void*)blk[i])[0];
+        if (blk[i][sz - 1] != (unsigned char)(sz >> 16) || blk[i][sz / 2] != (unsigned char)(sz & 0xff))
+          CHECKF(0, "phases: a block of %zu B changed", sz);
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        if (phases_keep && seed % 5 == 0 && nk < cap) kept[nk++] = blk[i];
+        else t_free(blk[i]);
+      }
+      size_t old = nk / 2;   /* kept blocks live two phases */
+      for (size_t i = 0; i < old; i++) t_free(kept[i]);
+      memmove(kept, kept + old, (nk - old) * sizeof *kept);
+      nk -= old;
+    }
+  for (size_t i = 0; i < nk; i++) t_free(kept[i]);
+  free(blk);
+  free(kept);
+  return NULL;
+}
+static size_t peak_rss_kb(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  char line[256];
+  size_t kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %zu", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb;
+}
+static int run_phases(int keep) {
+  phases_keep = keep;
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, phases_thread, (void*)(uintptr_t)(i + 1));
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  size_t peak = peak_rss_kb(), bound = (size_t)ht_env_u64("HT_PEAK_MB", 0) << 10;
+  printf("phases (keep %d): peak RSS %zu KiB%s\n", keep, peak, bound ? "" : " (no bound)");
+  if (bound) CHECKF(peak <= bound, "peak RSS %zu KiB, over %zu KiB", peak, bound);
+  return 0;
+}
+
 static int run_burst(void) {
   long delay = (long)ht_env_u64("HAKMEM_DECOMMIT_DELAY_MS", 2000);
   printf("burst: 4 threads allocate and free %zu MiB each; then %ld ms (two decommit delays) idle\n",
@@ -1072,6 +1144,8 @@ int main(int argc, char** argv) {
     run_share();
   if (strcmp(mode, "burst") == 0)
     run_burst();
+  if (strcmp(mode, "phases") == 0)
+    run_phases((int)a2);
   if (strcmp(mode, "join") == 0 || strcmp(mode, "all") == 0)
     run_join();
   if (strcmp(mode, "scavenge") == 0 || strcmp(mode, "all") == 0)
