@@ -121,6 +121,7 @@ hak_heap_t* _hak_thread_init(void) {
 /* ---------------------------------------------------------------- fork */
 static void fork_prepare(void) {
   _hak_mesh_fork_prepare();   /* first: a compaction in progress finishes; last: its barrier (mesh.c) */
+  _hak_limit_fork_prepare();  /* before the tiers' locks: a limit release takes them under it */
   _hak_heaps_fork_prepare();
   _hak_pool_fork_prepare();
   _hak_segments_fork_prepare();
@@ -133,6 +134,7 @@ static void fork_prepare(void) {
 static void fork_parent(void) {
   _hak_mesh_fork_parent();
   _hak_ctl_fork_parent();
+  _hak_limit_fork_parent();
   _hak_release_fork_parent();
   _hak_bigcache_fork_parent();
   _hak_large_fork_parent();
@@ -144,6 +146,7 @@ static void fork_child(void) {
   _hak_mesh_fork_child();   /* first: the child's own copy of meshed pages */
   _hak_sites_fork_child();
   _hak_ctl_fork_child();
+  _hak_limit_fork_child();
   _hak_release_fork_child();
   _hak_bigcache_fork_child();
   _hak_large_fork_child();

@@ -585,6 +585,9 @@ extern _Atomic(uint64_t) _hak_limit_epoch;   /* releases so far: each heap then 
 void _hak_limit_init(void);
 void _hak_limit_grow_slow(size_t bytes);
 uint64_t _hak_limit_releases(void);
+void _hak_limit_fork_prepare(void);
+void _hak_limit_fork_parent(void);
+void _hak_limit_fork_child(void);
 size_t _hak_os_mapped(void);
 hak_inline void _hak_limit_grow(size_t bytes) {
   if (hak_unlikely(_hak_limit != 0) && _hak_os_mapped() + bytes > _hak_limit / 8 * 7) _hak_limit_grow_slow(bytes);

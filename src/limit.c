@@ -105,4 +105,8 @@ void _hak_limit_grow_slow(size_t bytes) {
   if (_hak_os_rss_bytes() + bytes > high) limit_release(bytes, high);
 }
 
+void _hak_limit_fork_prepare(void) { pthread_mutex_lock(&limit_lock); }
+void _hak_limit_fork_parent(void) { pthread_mutex_unlock(&limit_lock); }
+void _hak_limit_fork_child(void) { pthread_mutex_init(&limit_lock, NULL); }
+
 uint64_t _hak_limit_releases(void) { return hak_load_relaxed(&_hak_limit_epoch); }
