@@ -12,9 +12,10 @@
 # serial: peak RSS bounds, and a memory cgroup of its own
 set -euo pipefail
 . tests/cases/core_lib.sh
-need $T/test-threads-release $T/test-threads-glibc
+need $T/test-threads-release $T/test-threads-debug $T/test-threads-glibc
 run "phases under HAKMEM_MEMORY_LIMIT=160M: peak RSS under 160 MiB" env HAKMEM_MEMORY_LIMIT=160M HT_PEAK_MB=160 $T/test-threads-release phases 0
 run "phases under HAKMEM_MEMORY_LIMIT=128M: peak RSS under 128 MiB" env HAKMEM_MEMORY_LIMIT=128M HT_PEAK_MB=128 $T/test-threads-release phases 0
+run "phases under 128M, debug library (its assertions check the slabs and pool pages given back)" env HAKMEM_MEMORY_LIMIT=128M HT_PEAK_MB=128 $T/test-threads-debug phases 0
 
 [[ $(id -u) == 0 ]] || { echo "not root: the cgroup part is skipped"; exit 77; }
 LIMIT_MB=160
