@@ -379,8 +379,9 @@ static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
   for (size_t c = 0; c < s->cls; c++)   /* no loan cursor may point at it: its segment may go */
     if (h->borrow[c] == s) h->borrow[c] = NULL;
-  if (h->prof.armed[s->cls] == s) {   /* nor the profiler's cut slab (prof.c) */
+  if (h->prof.armed[s->cls] == s) {   /* nor the profiler's cut slab (prof.c; its blocks set aside go with it) */
     h->prof.armed[s->cls] = NULL;
+    h->prof.stash[s->cls] = NULL;
     h->prof.narmed--;
   }
   size_t idx = hak_slab_index(s);
@@ -719,8 +720,13 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
   }
 }
 
-/* A free into another thread's (or an exited thread's) slab. */
+/* A free into another thread's (or an exited thread's) slab; or, while heap
+ * profiling cuts it, into our own current slab (prof.c keeps it aside). */
 void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
+  if (hak_unlikely(hak_load_relaxed(&s->xowner) & HAK_OWNER_PROF)) {
+    if (!hak_prof_stash(s, (hak_block_t*)p)) _hak_prof_free_cut(s, p, op);
+    return;
+  }
   if (head_page_block(s, p, op)) remote_free(s, (hak_block_t*)p);
 }
 

@@ -105,6 +105,7 @@ static void thread_done(void* arg) {
   hak_heap_t* h = arg;
   if (_hak_tls_heap == h) _hak_secure_flush(true);   /* its blocks go home while the heap is still ours */
   if (_hak_tls_heap == h) _hak_tls_heap = &_hak_heap_empty;
+  _hak_prof_heap_exit(h);   /* blocks the profiler set aside go back to their slabs */
   _hak_heap_abandon(h);
 }
 

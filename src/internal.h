@@ -332,6 +332,7 @@ typedef struct hak_heap_s {
     int64_t left[HAK_NCLASSES + 1];  /* [HAK_NCLASSES]: large blocks */
     uint64_t seen[HAK_NCLASSES];
     hak_slab_t* armed[HAK_NCLASSES];
+    hak_block_t* stash[HAK_NCLASSES];   /* the owner's frees into armed[c], until its next refill */
     uint64_t rng;
     uint64_t started;                /* bit c: left[c] was drawn */
     uint32_t narmed;
@@ -464,6 +465,25 @@ extern _Atomic(int) _hak_prof_on;
 void* _hak_prof_before(hak_heap_t* h, size_t cls, size_t size, bool any_class, uintptr_t site);
 void  _hak_prof_after(hak_heap_t* h, size_t cls);
 void  _hak_prof_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
+void  _hak_prof_free_cut(hak_slab_t* s, void* p, const char* op);
+/* The owner's free into its class's cut slab s (heap.c _hak_free_remote:
+ * the slab failed the fast path's owner test): a carved block without the
+ * free cookie waits on the heap's list for s, without an atomic, until the
+ * slab's next refill.  False: anything else (prof.c reports or frees it). */
+hak_inline bool hak_prof_stash(hak_slab_t* s, hak_block_t* b) {
+  hak_heap_t* h = hak_heap_get();
+  /* (an owner flagged PROF is armed[s->cls] = s: prof.c sets and clears both) */
+  if (HAK_SECURE || hak_load_relaxed(&s->xowner) != ((uintptr_t)h | HAK_OWNER_PROF) ||
+      !hak_is_carved_block(s, (uintptr_t)b & (HAK_PAGE_SIZE - 1), s->carved) || b->cookie == hak_cookie())
+    return false;
+  hak_block_t** top = &h->prof.stash[s->cls];
+  hak_block_set_next(b, *top);
+  b->cookie = hak_cookie();
+  *top = b;
+  s->used--;
+  return true;
+}
+void  _hak_prof_heap_exit(hak_heap_t* h);
 void  _hak_prof_free(void* p);
 void  _hak_prof_moved(void* p, void* q, size_t size);
 void  _hak_prof_init(void);
@@ -477,9 +497,10 @@ void  _hak_prof_set_active(bool on);
 bool  _hak_prof_active(void);
 size_t _hak_prof_rate(void);
 void  _hak_prof_set_rate(size_t bytes);
-/* unwind.c: the caller's stack (return addresses, innermost first) */
+/* unwind.c: the stack of an allocation made at `site` (return addresses,
+ * innermost first; prof.c keeps them from the site on) */
 void  _hak_unwind_init(void);
-int   _hak_unwind(uintptr_t* pcs, int max);
+int   _hak_unwind(uintptr_t* pcs, int max, uintptr_t site);
 const char* _hak_unwind_method(void);
 void  _hak_unwind_fork_child(void);
 

@@ -92,18 +92,42 @@ static bool stack_mapping(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {
   return found;
 }
 
-/* Walk saved frame pointers: each frame's pointer must lie above the last,
- * 8-aligned, inside this thread's stack mapping, so a frame chain that
- * code without frame pointers (or a corrupted stack) leaves ends the walk
- * instead of leading it into unmapped memory. */
-static hak_noinline int fp_walk(uintptr_t* pcs, int max) {
-  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-  if (fp < stack_lo || fp >= stack_hi) {
+/* Walk saved frame pointers from the allocation's caller.  hakmem itself is
+ * built without them (the fast paths would pay for the frames), so the walk
+ * cannot start at its own frame.  It finds the call's return address (the
+ * site) on the stack: the highest copy within the allocator's own frames
+ * (which may hold copies of it in saved registers; the caller's live frames
+ * above hold no return address into a call that is still running), and the
+ * caller's frame pointer among the registers the allocator's first function
+ * saved just below it (the nearest word that points higher up this stack).
+ * Every frame must then lie above the last, 8-aligned, inside this thread's
+ * stack mapping: a frame chain that code without frame pointers (or a
+ * corrupted stack) leaves ends the walk instead of leading it into unmapped
+ * memory.  For programs built with frame pointers; in others it gives the
+ * site and whatever chain the registers happen to suggest. */
+#define FP_SCAN 16384   /* bytes above the walker's frame that the allocator's frames may take */
+static hak_noinline int fp_walk(uintptr_t* pcs, int max, uintptr_t site) {
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if (sp < stack_lo || sp >= stack_hi) {
     /* a new thread, or a signal handler's alternate stack */
-    if (!stack_mapping(fp, &stack_lo, &stack_hi)) return 0;
+    if (!stack_mapping(sp, &stack_lo, &stack_hi)) stack_lo = stack_hi = 0;
   }
   int n = 0;
-  while (n < max) {
+  pcs[n++] = site;
+  if (stack_hi == 0) return n;
+  uintptr_t at = 0, end = stack_hi - 8 - sp < FP_SCAN ? stack_hi - 8 : sp + FP_SCAN;
+  for (uintptr_t a = sp & ~(uintptr_t)7; a < end; a += 8)
+    if (*(const uintptr_t*)a == site) at = a;
+  if (at == 0) return n;
+  uintptr_t fp = 0;
+  for (uintptr_t b = at - 8; b >= at - 64 && b >= stack_lo; b -= 8) {
+    uintptr_t v = *(const uintptr_t*)b;
+    if (v > at && (v & 7) == 0 && v + 16 <= stack_hi) {
+      fp = v;
+      break;
+    }
+  }
+  while (n < max && fp != 0) {
     if ((fp & 7) != 0 || fp < stack_lo || fp + 16 > stack_hi) break;
     uintptr_t next = ((const uintptr_t*)fp)[0], ra = ((const uintptr_t*)fp)[1];
     if (ra < HAK_OS_PAGE) break;
@@ -114,16 +138,17 @@ static hak_noinline int fp_walk(uintptr_t* pcs, int max) {
   return n;
 }
 
-/* The return addresses of the caller's stack, innermost first (the first
- * is inside the caller itself). */
-hak_noinline int _hak_unwind(uintptr_t* pcs, int max) {
+/* The return addresses of the stack, innermost first: with libunwind the
+ * whole walk (its first frames are the allocator's own; prof.c cuts them at
+ * the site), with frame pointers from the site on. */
+hak_noinline int _hak_unwind(uintptr_t* pcs, int max, uintptr_t site) {
   if (unw_bt != NULL && !unw_off) {
     atomic_fetch_add_explicit(&unw_inside, 1, memory_order_acquire);
     int n = unw_bt((void**)pcs, max);
     atomic_fetch_sub_explicit(&unw_inside, 1, memory_order_release);
-    return n > 0 ? n : 0;
+    if (n > 0) return n;
   }
-  return fp_walk(pcs, max);
+  return fp_walk(pcs, max, site);
 }
 
 void _hak_unwind_fork_child(void) {
