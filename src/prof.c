@@ -55,10 +55,17 @@ static void* arena_alloc(size_t n) {
 }
 
 /* ---------------------------------------------------------------- stacks */
+/* A bucket is a stack and a size band: google-pprof scales each line of a
+ * profile by the average size of its samples (heap_v2), which is right only
+ * for samples of about one size; a function that allocates both 100-byte
+ * and 200 KiB blocks gets a line for each band, which the tool adds up by
+ * stack after scaling (one line for both underestimated such a function's
+ * small blocks several times over at HAKMEM_PROF_RATE=32K). */
 typedef struct bucket_s {
   struct bucket_s* next;     /* hash chain */
   struct bucket_s* all;      /* every bucket, in creation order (dump) */
   uint64_t hash;
+  uint32_t band;             /* size band: the class, or (large) a half power of two */
   int64_t live_n, live_b;    /* sampled blocks live now */
   int64_t tot_n, tot_b;      /* sampled blocks ever */
   uint32_t depth;
@@ -80,14 +87,22 @@ static uint64_t stack_hash(const uintptr_t* pcs, uint32_t n) {
   return h;
 }
 
-static bucket_t* bucket_get(const uintptr_t* pcs, uint32_t n) {
-  uint64_t h = stack_hash(pcs, n);
+static uint32_t size_band(size_t size) {
+  if (size <= HAK_MEDIUM_MAX) return (uint32_t)hak_class_of(size ? size : 1);
+  unsigned b = 63u - (unsigned)__builtin_clzl(size);
+  return HAK_NCLASSES + 2 * b + (uint32_t)((size >> (b - 1)) & 1);
+}
+
+static bucket_t* bucket_get(const uintptr_t* pcs, uint32_t n, size_t size) {
+  uint32_t band = size_band(size);
+  uint64_t h = stack_hash(pcs, n) ^ (uint64_t)band * 0x9E3779B97F4A7C15ull;
   bucket_t** chain = &bucket_hash[h & (BUCKET_HASH_N - 1)];
   for (bucket_t* b = *chain; b != NULL; b = b->next)
-    if (b->hash == h && b->depth == n && memcmp(b->pcs, pcs, n * sizeof *pcs) == 0) return b;
+    if (b->hash == h && b->band == band && b->depth == n && memcmp(b->pcs, pcs, n * sizeof *pcs) == 0) return b;
   bucket_t* b = arena_alloc(sizeof *b + n * sizeof *pcs);
   if (b == NULL) return NULL;
   b->hash = h;
+  b->band = band;
   b->depth = n;
   memcpy(b->pcs, pcs, n * sizeof *pcs);
   b->next = *chain;
@@ -108,6 +123,13 @@ typedef struct {
 static sample_t* samples;
 static size_t samples_cap, samples_n;
 static int64_t live_bytes, peak_next;
+/* What a sample stands for, roughly (size / (1 - exp(-size / rate)) without
+ * exp): the live-byte estimate whose peaks HAKMEM_PROF_PEAK follows. */
+static int64_t live_est;
+static int64_t sample_weight(size_t size) {
+  size_t r = hak_load_relaxed(&prof_rate);
+  return (int64_t)(size >= r ? size : r + size / 2);
+}
 
 static size_t slot_of(uintptr_t a, size_t cap) { return (size_t)((a >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1); }
 
@@ -347,16 +369,18 @@ static void record(void* p, size_t size, uintptr_t site) {
     }
   uint32_t depth = (uint32_t)(n - from) < PROF_DEPTH ? (uint32_t)(n - from) : PROF_DEPTH;
   pthread_mutex_lock(&prof_lock);
-  bucket_t* b = bucket_get(pcs + from, depth);
+  bucket_t* b = bucket_get(pcs + from, depth, size);
   if (b != NULL && sample_put((uintptr_t)p, size, b)) {
     b->live_n++;
     b->live_b += (int64_t)size;
     b->tot_n++;
     b->tot_b += (int64_t)size;
     live_bytes += (int64_t)size;
+    live_est += sample_weight(size);
     atomic_fetch_add_explicit(&prof_sampled, 1, memory_order_relaxed);
-    if (hak_opt(PROF_PEAK) && live_bytes >= peak_next) {
-      peak_next = live_bytes + live_bytes / 8;
+    /* a new peak: an eighth above the last one written, and 8 samples' worth */
+    if (hak_opt(PROF_PEAK) && live_est >= peak_next) {
+      peak_next = live_est + live_est / 8 + 8 * (int64_t)hak_load_relaxed(&prof_rate);
       dump_next_locked();
     }
   } else {
@@ -427,6 +451,7 @@ void _hak_prof_free(void* p) {
     e->b->live_n--;
     e->b->live_b -= (int64_t)e->size;
     live_bytes -= (int64_t)e->size;
+    live_est -= sample_weight(e->size);
     sample_remove(e);
   }
   prof_unlock();
@@ -441,6 +466,7 @@ void _hak_prof_moved(void* p, void* q, size_t size) {
     b->live_b += d;
     b->tot_b += d > 0 ? d : 0;
     live_bytes += d;
+    live_est += sample_weight(size) - sample_weight(e->size);
     if (q == p) {
       e->size = size;
     } else {
@@ -449,6 +475,7 @@ void _hak_prof_moved(void* p, void* q, size_t size) {
         b->live_n--;
         b->live_b -= (int64_t)size;
         live_bytes -= (int64_t)size;
+        live_est -= sample_weight(size);
         hak_segment_of(q)->prof = 0;
       }
     }
