@@ -22,13 +22,13 @@ text() { google-pprof --text "${@:3}" "$1" "$2" 2>/dev/null; }
 pct() { awk -v n="$2" '$6 == n { sub("%", "", $2); print $2; exit }' <<<"$1"; }
 # within VALUE LOW HIGH
 within() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v != "" && v >= lo && v <= hi) }'; }
-one() { local f; f=$(ls $1 2>/dev/null | head -1); [[ -n $f ]] || die "no file $1"; echo "$f"; }
+one() { local f; f=$(ls $1 2>/dev/null | awk 'NR == 1'); [[ -n $f ]] || die "no file $1"; echo "$f"; }
 
 echo "== 60/30/10 % of the live bytes (HAKMEM_PROF_RATE=32K: about 5,000 samples)"
 out=$(HAKMEM_PROF=1 HAKMEM_PROF_RATE=32K HAKMEM_PROF_PREFIX=$tmp/split "$P" split)
 echo "$out"
 l=$(text "$P" "$(one "$tmp/split.*.0.heap")")
-echo "$l" | head -5
+awk 'NR <= 5' <<<"$l"
 for f in alloc_sixty:60 alloc_thirty:30 alloc_ten:10; do
   v=$(pct "$l" "${f%:*}")
   within "$v" $((${f#*:} - 5)) $((${f#*:} + 5)) && echo "ok   ${f%:*} ${v} % (${f#*:} expected)" ||
@@ -87,6 +87,18 @@ HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/e "$P" exec
 l0=$(text "$P" "$(one "$tmp/e.*.0.heap")"); l1=$(text "$P" "$(one "$tmp/e.*.1.heap")")
 grep -qw before_exec <<<"$l0" && ! grep -qw after_exec <<<"$l0" && grep -qw after_exec <<<"$l1" &&
   echo "ok   .0 before exec, .1 after" || bad "exec: .0: $l0 / .1: $l1"
+
+echo "== --svg (a call graph) and --collapsed (flame graphs) read the same profile"
+f=$(one "$tmp/split.*.0.heap")
+if command -v dot >/dev/null; then
+  google-pprof --svg "$P" "$f" >"$tmp/g.svg" 2>/dev/null || true
+  grep -q '<svg' "$tmp/g.svg" && grep -q alloc_sixty "$tmp/g.svg" && echo "ok   --svg" || bad "google-pprof --svg drew nothing"
+else
+  echo "skip --svg: graphviz not installed"
+fi
+google-pprof --collapsed "$P" "$f" >"$tmp/g.txt" 2>/dev/null || true
+grep -qE 'main.*;alloc_sixty[^ ]* [0-9]+$' "$tmp/g.txt" && echo "ok   --collapsed" ||
+  bad "google-pprof --collapsed has no stack main;...;alloc_sixty"
 
 echo "== a threaded C++ program: its functions on top"
 HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/cxx "$T/prof-cxx-so"

@@ -13,7 +13,7 @@ need "$SO"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # top PROGRAM PROFILE [OPTION...]: the names of the five first entries
-top() { google-pprof --text "${@:3}" "$1" "$2" 2>/dev/null | awk '$1 ~ /^[0-9.]+$/ && NF >= 6 { print $6 }' | head -5; }
+top() { google-pprof --text "${@:3}" "$1" "$2" 2>/dev/null | awk '$1 ~ /^[0-9.]+$/ && NF >= 6 && n++ < 5 { print $6 }'; }
 # named NAMES: how many are not addresses
 named() { grep -vc '^0x' <<<"$1" || true; }
 
@@ -33,7 +33,7 @@ PY
   ref=$("$py" "$tmp/d.py")
   out=$(env HAKMEM_PROF=1 HAKMEM_PROF_SIGNAL=12 HAKMEM_PROF_PREFIX="$tmp/py" LD_PRELOAD="$SO" "$py" "$tmp/d.py")
   [[ $out == "$ref" ]] || bad "python3's output differs under profiling: '$out' vs '$ref'"
-  f=$(ls "$tmp"/py.*.0.heap | head -1)
+  f=$(ls "$tmp"/py.*.0.heap | awk 'NR == 1')
   names=$(top "$py" "$f")
   echo "$names"
   total=$(google-pprof --text "$py" "$f" 2>/dev/null | awk '/^Total:/ { print $2 }')
@@ -62,7 +62,7 @@ if command -v git >/dev/null; then
   ref=$(git -C "$tmp/repo" log -p --stat | md5sum)
   out=$(env HAKMEM_PROF=1 HAKMEM_PROF_RATE=64K HAKMEM_PROF_PREFIX="$tmp/git" LD_PRELOAD="$SO" git -C "$tmp/repo" log -p --stat | md5sum)
   [[ $out == "$ref" ]] || bad "git's output differs under profiling"
-  f=$(ls "$tmp"/git.*.0.heap | head -1)
+  f=$(ls "$tmp"/git.*.0.heap | awk 'NR == 1')
   names=$(top "$g" "$f" --alloc_space)
   echo "$names"
   (($(named "$names") >= 3)) || bad "git's top entries are not named: $names"
