@@ -270,10 +270,6 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
  * may be larger: headroom for reuse, which the block does not own). */
 size_t _hak_large_usable(const hak_segment_t* seg) {
   size_t n = seg->large_size ? seg->large_size : 1;   /* malloc(0)-like blocks still have room */
-  /* a heap-profile sample of a small request (prof.c) says what the block
-   * of its class would: the same answer, and the same sized-delete check,
-   * whether or not it was sampled */
-  if (hak_unlikely(seg->prof) && n <= HAK_MEDIUM_MAX) return _hak_class_size[hak_class_of(n)];
   return hak_align_up(seg->large_off + n, HAK_OS_PAGE) - seg->large_off;
 }
 

@@ -400,11 +400,13 @@ void* _hak_prof_before(hak_heap_t* h, size_t cls, size_t size, bool any_class, u
   uint32_t bsize = _hak_class_size[cls];
   if (h->prof.left[cls] > (int64_t)bsize) return NULL;   /* the pop is counted by the next account() */
   h->prof.left[cls] = draw(h);   /* memoryless: the next point from the end of this block */
-  /* Sampled: a large block, whose free is seen (large.c, seg->prof), aligned
-   * as every block of the class is (a class block is aligned to the lowest
-   * set bit of its size: slabs start on 64 KiB boundaries). */
+  /* Sampled: a large block, whose free is seen (large.c, seg->prof), of the
+   * class's size (what malloc_usable_size says of it, and what the program
+   * may write) and aligned as every block of the class is (to the lowest set
+   * bit of its size: slabs start on 64 KiB boundaries). */
+  (void)size;
   prof_busy = true;
-  void* p = _hak_large_alloc(size, any_class ? 16 : (size_t)(bsize & -bsize), false, site);
+  void* p = _hak_large_alloc(bsize, any_class ? 16 : (size_t)(bsize & -bsize), false, site);
   if (p != NULL) {
     hak_segment_of(p)->prof = 1;
     record(p, bsize, site);

@@ -9,10 +9,26 @@
 #include "internal.h"
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <ucontext.h>
 #include <unistd.h>
 
-typedef int (*unw_backtrace_fn)(void** buf, int size);
-static unw_backtrace_fn unw_bt;
+/* libunwind's local unwinding, by its exported x86-64 names: a context of
+ * the registers (unw_context_t is a ucontext_t), a cursor (127 words), a
+ * step, the IP register (UNW_X86_64_RIP, 16).  Its unw_backtrace was not
+ * kept: it keeps a 256 KiB per-thread cache whose release at thread exit
+ * failed for about one thread in thirty, so a program that makes threads
+ * all the time grew by a gigabyte over 100,000 (test-threads churn). */
+typedef int (*unw_getcontext_fn)(ucontext_t* uc);
+typedef int (*unw_init_local_fn)(uint64_t* cursor, ucontext_t* uc);
+typedef int (*unw_step_fn)(uint64_t* cursor);
+typedef int (*unw_get_reg_fn)(uint64_t* cursor, int reg, uint64_t* val);
+#define UNW_CURSOR_WORDS 127
+#define UNW_REG_RIP 16
+static unw_getcontext_fn unw_getcontext_p;
+static unw_init_local_fn unw_init_local_p;
+static unw_step_fn unw_step_p;
+static unw_get_reg_fn unw_get_reg_p;
+static bool unw_ok;
 /* Threads inside libunwind now: a fork child in which another thread was
  * there may find libunwind's locks and caches half-updated, and walks
  * frame pointers instead (_hak_unwind_fork_child). */
@@ -20,7 +36,7 @@ static _Atomic(int) unw_inside;
 static bool unw_off;   /* this process (a fork child) does not use libunwind */
 
 void _hak_unwind_init(void) {
-  if (unw_bt != NULL || hak_opt(PROF_UNWIND) == 2) return;
+  if (unw_ok || hak_opt(PROF_UNWIND) == 2) return;
   void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL) {
     if (hak_opt(PROF_UNWIND) == 1)
@@ -34,10 +50,29 @@ void _hak_unwind_init(void) {
   set_policy_fn set_policy = (set_policy_fn)dlsym(lib, "_ULx86_64_set_caching_policy");
   void** local_as = (void**)dlsym(lib, "_ULx86_64_local_addr_space");
   if (set_policy != NULL && local_as != NULL) set_policy(*local_as, 2);
-  unw_bt = (unw_backtrace_fn)dlsym(lib, "unw_backtrace");
+  unw_getcontext_p = (unw_getcontext_fn)dlsym(lib, "_Ux86_64_getcontext");
+  unw_init_local_p = (unw_init_local_fn)dlsym(lib, "_ULx86_64_init_local");
+  unw_step_p = (unw_step_fn)dlsym(lib, "_ULx86_64_step");
+  unw_get_reg_p = (unw_get_reg_fn)dlsym(lib, "_ULx86_64_get_reg");
+  unw_ok = unw_getcontext_p && unw_init_local_p && unw_step_p && unw_get_reg_p;
 }
 
-const char* _hak_unwind_method(void) { return unw_bt != NULL && !unw_off ? "libunwind" : "frame pointers"; }
+const char* _hak_unwind_method(void) { return unw_ok && !unw_off ? "libunwind" : "frame pointers"; }
+
+/* libunwind's walk from here: the IP of each frame, innermost first. */
+static hak_noinline int unw_walk(uintptr_t* pcs, int max) {
+  ucontext_t uc;
+  uint64_t cursor[UNW_CURSOR_WORDS];
+  if (unw_getcontext_p(&uc) != 0 || unw_init_local_p(cursor, &uc) != 0) return 0;
+  int n = 0;
+  while (n < max) {
+    uint64_t ip;
+    if (unw_get_reg_p(cursor, UNW_REG_RIP, &ip) != 0 || ip == 0) break;
+    pcs[n++] = (uintptr_t)ip;
+    if (unw_step_p(cursor) <= 0) break;
+  }
+  return n;
+}
 
 /* ---------------------------------------------------------------- frame pointers */
 /* The thread's stack mapping, found once in /proc/self/maps (read with
@@ -142,9 +177,9 @@ static hak_noinline int fp_walk(uintptr_t* pcs, int max, uintptr_t site) {
  * whole walk (its first frames are the allocator's own; prof.c cuts them at
  * the site), with frame pointers from the site on. */
 hak_noinline int _hak_unwind(uintptr_t* pcs, int max, uintptr_t site) {
-  if (unw_bt != NULL && !unw_off) {
+  if (unw_ok && !unw_off) {
     atomic_fetch_add_explicit(&unw_inside, 1, memory_order_acquire);
-    int n = unw_bt((void**)pcs, max);
+    int n = unw_walk(pcs, max);
     atomic_fetch_sub_explicit(&unw_inside, 1, memory_order_release);
     if (n > 0) return n;
   }
