@@ -7,13 +7,14 @@
 # its own set; exiting threads; exec (the same pid: no file overwritten); a
 # threaded C++ program's top entries name its functions; children whose
 # frame chain is corrupted survive every allocation being sampled, with
-# libunwind and with frame pointers; the launcher's --heap-profile; nothing
-# is written with profiling off.
+# libunwind and with frame pointers; the model and thread tests of the
+# debug build pass with most allocations sampled; the launcher's
+# --heap-profile; nothing is written with profiling off.
 set -euo pipefail
 . tests/cases/core_lib.sh
 command -v google-pprof >/dev/null || skip "google-pprof not installed (package google-perftools)"
 P=$T/prof-test-release
-need "$P" "$T/prof-cxx-so" "$SO" "$B/hakmem"
+need "$P" "$T/prof-cxx-so" "$SO" "$B/hakmem" "$T/test-model-debug" "$T/test-threads-debug"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # text PROGRAM PROFILE [OPTION...]: google-pprof --text, the listing only
@@ -117,6 +118,15 @@ for u in libunwind fp; do
     bad "a child with a broken frame chain failed ($u)"
   fi
 done
+
+echo "== the allocator's own checks with profiling on (debug build: its invariants asserted)"
+# every 4 KiB sampled: blocks cut from the fast path's lists, frees set aside
+# and taken back, sampled blocks served, resized and freed as large blocks
+run "test-model with HAKMEM_PROF_RATE=4K" env HAKMEM_PROF=1 HAKMEM_PROF_RATE=4K HAKMEM_PROF_PREFIX="$tmp/m" \
+  "$T/test-model-debug" 400000 >/dev/null
+# remote frees into cut slabs, threads exiting with blocks set aside
+run "test-threads stress with HAKMEM_PROF_RATE=16K" env HAKMEM_PROF=1 HAKMEM_PROF_RATE=16K HAKMEM_PROF_PREFIX="$tmp/th" \
+  "$T/test-threads-debug" stress >/dev/null
 
 echo "== the launcher: --heap-profile=DIR"
 run "hakmem --heap-profile" "$B/hakmem" --lib="$SO" --heap-profile="$tmp/launch/sub" -- /bin/ls -R /usr/include >/dev/null
