@@ -567,7 +567,7 @@ void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uintptr_t si
     cls = aligned_class(need, align);
     if (cls == HAK_NCLASSES) return _hak_large_alloc(size, align, false, site);
   }
-  if (hak_unlikely(hak_load_relaxed(&_hak_prof_on) | h->prof.narmed)) {
+  if (hak_unlikely(hak_load_relaxed(&_hak_prof_on))) {
     /* heap profiling (prof.c): a sampled block is served elsewhere; after
      * a class allocation the class's current slab is cut to the bytes left
      * before the next sample */

@@ -461,7 +461,7 @@ extern _Atomic(size_t) _hak_seg_count, _hak_seg_small, _hak_seg_cached, _hak_seg
  * so that the allocation crossing the next sampling point misses the fast
  * path, and serves a sampled block as a large block, whose free large.c
  * reports (seg->prof). */
-extern _Atomic(int) _hak_prof_on;
+extern _Atomic(int) _hak_prof_on;   /* 0 off, 1 sampling, 2 stopped (slow paths put cut slabs back) */
 void* _hak_prof_before(hak_heap_t* h, size_t cls, size_t size, bool any_class, uintptr_t site);
 void  _hak_prof_after(hak_heap_t* h, size_t cls);
 void  _hak_prof_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);

@@ -390,8 +390,8 @@ static void record(void* p, size_t size, uintptr_t site) {
 }
 
 void* _hak_prof_before(hak_heap_t* h, size_t cls, size_t size, bool any_class, uintptr_t site) {
-  if (!hak_load_relaxed(&_hak_prof_on)) {
-    disarm_all(h);
+  if (hak_load_relaxed(&_hak_prof_on) != 1) {   /* stopped: each heap puts its cut slabs back */
+    if (h->prof.narmed != 0) disarm_all(h);
     return NULL;
   }
   unstash(h, cls);   /* (the refill takes them; the cut is made again after it) */
@@ -422,14 +422,14 @@ void _hak_prof_heap_exit(hak_heap_t* h) {
 }
 
 void _hak_prof_after(hak_heap_t* h, size_t cls) {
-  if (!hak_load_relaxed(&_hak_prof_on) || prof_busy) return;
+  if (hak_load_relaxed(&_hak_prof_on) != 1 || prof_busy) return;
   arm(h, cls);
 }
 
 /* A large block (large.c, after it is made): its own stream of bytes. */
 void _hak_prof_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site) {
   hak_heap_t* h = hak_heap_get();
-  if (prof_busy || h == &_hak_heap_empty || seg->huge_aligned) return;
+  if (prof_busy || hak_load_relaxed(&_hak_prof_on) != 1 || h == &_hak_heap_empty || seg->huge_aligned) return;
   int64_t* left = &h->prof.left[HAK_NCLASSES];
   if (!(h->prof.started >> HAK_NCLASSES & 1)) {
     h->prof.started |= (uint64_t)1 << HAK_NCLASSES;
@@ -696,9 +696,11 @@ void _hak_prof_set_active(bool on) {
     prof_start();
     if (!hak_load_acquire(&prof_started)) return;   /* no memory for the tables */
   }
-  hak_store_relaxed(&_hak_prof_on, on ? 1 : 0);
+  /* Stopped, it stays 2: the heaps' slow paths still come by to put back
+   * the slabs they cut (no heap is walked from here: they are others'). */
+  if (on || hak_load_relaxed(&_hak_prof_on) != 0) hak_store_relaxed(&_hak_prof_on, on ? 1 : 2);
 }
-bool _hak_prof_active(void) { return hak_load_relaxed(&_hak_prof_on) != 0; }
+bool _hak_prof_active(void) { return hak_load_relaxed(&_hak_prof_on) == 1; }
 size_t _hak_prof_rate(void) { return hak_load_relaxed(&prof_rate); }
 void _hak_prof_set_rate(size_t bytes) { hak_store_relaxed(&prof_rate, bytes ? bytes : 1); }
 
