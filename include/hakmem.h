@@ -68,6 +68,12 @@ HAK_EXPORT void hak_collect(void);
  * mapped and peak RSS) to `out` (stderr when NULL). */
 HAK_EXPORT void hakmem_stats_print(FILE* out);
 
+/* Heap profiling (HAKMEM_PROF=1, docs/PROFILING.md): write the sampled heap
+ * profile now, in gperftools' format (google-pprof reads it), to `path`, or
+ * to the next PREFIX.PID.N.heap when `path` is NULL.  0 on success; -1 with
+ * errno set otherwise (EINVAL: profiling was never started). */
+HAK_EXPORT int hakmem_prof_dump(const char* path);
+
 /* Counters of the OS module: every mmap/munmap/madvise/mprotect/mremap hakmem
  * made, and the bytes they covered. */
 typedef struct hak_os_stats_s {

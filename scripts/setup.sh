@@ -13,11 +13,14 @@
 #   benchmarks (--bench): build-essential gcc make python3 git gnuplot-nox strace
 #          libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 (the peers)
 #   tests, in addition: valgrind sqlite3 pkg-config cmake clang
-#          libclang-rt-14-dev redis-server redis-tools ruby mariadb-server sysbench
-#          memcached libmemcached-tools (clang and its sanitizer runtime build the
-#          fuzz test, cmake the CMake consumer test, sqlite3 and redis are programs
-#          run under hakmem, ruby one of scripts/programs.sh's, the servers and
-#          their load generators scripts/programs.sh servers)
+#          libclang-rt-14-dev redis-server redis-tools ruby google-perftools
+#          graphviz libunwind8 mariadb-server sysbench memcached libmemcached-tools
+#          (clang and its sanitizer runtime build the fuzz test, cmake the CMake
+#          consumer test, sqlite3 and redis are programs run under hakmem, ruby
+#          one of scripts/programs.sh's; google-pprof reads the heap profiles,
+#          graphviz draws its --svg call graphs, libunwind walks the profiles'
+#          stacks: tests/cases/core_prof.sh, rel_prof_programs.sh; the servers
+#          and their load generators serve scripts/programs.sh servers)
 # Services are not started: while apt-get installs, a /usr/sbin/policy-rc.d
 # that exits 101 denies every service start (an existing policy-rc.d is put
 # back afterwards), and a service unit a package brought in this run is
@@ -53,8 +56,8 @@ done
 PKGS=(build-essential gcc make python3 git gnuplot-nox strace libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4)
 if ((!only_bench)); then
   # debhelper and lintian: only for tests/cases/pkg_deb.sh (make deb, lintian)
-  PKGS+=(valgrind sqlite3 pkg-config cmake clang libclang-rt-14-dev redis-server redis-tools ruby debhelper lintian
-    mariadb-server sysbench memcached libmemcached-tools)
+  PKGS+=(valgrind sqlite3 pkg-config cmake clang libclang-rt-14-dev redis-server redis-tools ruby google-perftools graphviz
+    libunwind8 debhelper lintian mariadb-server sysbench memcached libmemcached-tools)
 fi
 # packages whose service must not run: PACKAGE:UNIT (the systemd unit and the
 # init script are both named UNIT)

@@ -157,6 +157,9 @@ hak_inline void sized_check(const void* p, size_t n, bool exact, const char* op)
   if (seg->kind == HAK_SEG_LARGE) {
     if ((const uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1) return;   /* free reports */
     usable = _hak_large_usable(seg);
+    /* a heap-profile sample of a small request (prof.c): a C++ sized delete
+     * names a size of its class (large_size), not of its page */
+    if (exact && seg->prof && seg->large_size <= HAK_MEDIUM_MAX) usable = seg->large_size;
   } else {
     hak_slab_t* s = &seg->slabs[((uintptr_t)p >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
     uintptr_t xo = hak_load_relaxed(&s->xowner);

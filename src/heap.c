@@ -301,6 +301,9 @@ static void heap_collect_remote(hak_heap_t* h) {
         if (_hak_mesh_collect_alias(h, s) && slab_release(h, s)) break;
         continue;
       }
+      /* a slab cut for heap profiling: its list must not grow under the
+       * fast path (prof.c); it is current, so its refill collects it */
+      if (xo & HAK_OWNER_PROF) continue;
       if (!slab_collect(s)) {
         slab_look_again(s, h);
         continue;
@@ -389,6 +392,11 @@ static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
   for (size_t c = 0; c < s->cls; c++)   /* no loan cursor may point at it: its segment may go */
     if (h->borrow[c] == s) h->borrow[c] = NULL;
+  if (h->prof.armed[s->cls] == s) {   /* nor the profiler's cut slab (prof.c; its blocks set aside go with it) */
+    h->prof.armed[s->cls] = NULL;
+    h->prof.stash[s->cls] = NULL;
+    h->prof.narmed--;
+  }
   size_t idx = hak_slab_index(s);
   unsigned n = s->npages;
   hak_assert_expensive(slab_is_valid(s));
@@ -580,6 +588,16 @@ void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uintptr_t si
     cls = aligned_class(need, align);
     if (cls == HAK_NCLASSES) return _hak_large_alloc(size, align, false, site);
   }
+  if (hak_unlikely(hak_load_relaxed(&_hak_prof_on))) {
+    /* heap profiling (prof.c): a sampled block is served elsewhere; after
+     * a class allocation the class's current slab is cut to the bytes left
+     * before the next sample */
+    void* p = _hak_prof_before(h, cls, size, align <= 16, site);
+    if (p != NULL) return p;
+    p = heap_alloc_class(h, cls, size, align <= 16);
+    _hak_prof_after(h, cls);
+    return p;
+  }
   return heap_alloc_class(h, cls, size, align <= 16);
 }
 
@@ -723,8 +741,13 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
   }
 }
 
-/* A free into another thread's (or an exited thread's) slab. */
+/* A free into another thread's (or an exited thread's) slab; or, while heap
+ * profiling cuts it, into our own current slab (prof.c keeps it aside). */
 void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
+  if (hak_unlikely(hak_load_relaxed(&s->xowner) & HAK_OWNER_PROF)) {
+    if (!hak_prof_stash(s, (hak_block_t*)p)) _hak_prof_free_cut(s, p, op);
+    return;
+  }
   if (head_page_block(s, p, op)) remote_free(s, (hak_block_t*)p);
 }
 
@@ -760,7 +783,7 @@ void _hak_free_generic(void* p, const char* op) {
   if (s == NULL) return;
   hak_heap_t* h = hak_heap_get();
   uintptr_t xo = hak_load_relaxed(&s->xowner);
-  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)h && h != &_hak_heap_empty && !(xo & HAK_OWNER_MESHED))
+  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)h && h != &_hak_heap_empty && !(xo & (HAK_OWNER_MESHED | HAK_OWNER_PROF)))
     local_free(h, s, (hak_block_t*)p, xo);
   else remote_free(s, (hak_block_t*)p);
 }
@@ -905,6 +928,7 @@ static void heap_reset(hak_heap_t* h) {
   h->scav_next_ms = h->scav_gap_ms = 0;
   h->no_resident = 0;
   hak_store_relaxed(&h->xremote_hint, 0);
+  memset(&h->prof, 0, sizeof h->prof);
 }
 
 hak_heap_t* _hak_heap_acquire(void) {

@@ -105,6 +105,7 @@ static void thread_done(void* arg) {
   hak_heap_t* h = arg;
   if (_hak_tls_heap == h) _hak_secure_flush(true);   /* its blocks go home while the heap is still ours */
   if (_hak_tls_heap == h) _hak_tls_heap = &_hak_heap_empty;
+  _hak_prof_heap_exit(h);   /* blocks the profiler set aside go back to their slabs */
   _hak_heap_abandon(h);
 }
 
@@ -129,12 +130,14 @@ static void fork_prepare(void) {
   _hak_bigcache_fork_prepare();
   _hak_release_fork_prepare();
   _hak_ctl_fork_prepare();
+  _hak_prof_fork_prepare();   /* a leaf: nothing else is taken while it is held */
   _hak_mesh_fork_barrier();
 }
 static void fork_parent(void) {
   _hak_mesh_fork_parent();
   _hak_ctl_fork_parent();
   _hak_limit_fork_parent();
+  _hak_prof_fork_parent();
   _hak_release_fork_parent();
   _hak_bigcache_fork_parent();
   _hak_large_fork_parent();
@@ -144,6 +147,7 @@ static void fork_parent(void) {
 }
 static void fork_child(void) {
   _hak_mesh_fork_child();   /* first: the child's own copy of meshed pages */
+  _hak_prof_fork_child();
   _hak_sites_fork_child();
   _hak_ctl_fork_child();
   _hak_limit_fork_child();
@@ -194,8 +198,10 @@ __attribute__((constructor(101))) static void hak_constructor(void) {
   _hak_limit_init();
   _hak_stats_init();
   if (_hak_tls_heap == &_hak_heap_empty) (void)_hak_thread_init();
+  _hak_prof_init();   /* HAKMEM_PROF: after the options (it may dlopen libunwind) */
 }
 
 __attribute__((destructor(101))) static void hak_destructor(void) {
+  _hak_prof_at_exit();
   if (hak_opt(STATS)) _hak_stats_at_exit();
 }

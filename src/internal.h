@@ -138,6 +138,9 @@ hak_inline void hak_block_set_next(hak_block_t* b, hak_block_t* n) {
 #define HAK_OWNER_ABANDONED ((uintptr_t)2)      /* owner thread exited */
 #define HAK_OWNER_TAIL      ((uintptr_t)4)      /* non-first page of a multi-page slab */
 #define HAK_OWNER_MESHED    ((uintptr_t)8)      /* with the owner heap: an alias of a meshed slab (mesh.c) */
+#define HAK_OWNER_PROF      ((uintptr_t)16)     /* with the owner heap: the current slab of a class while heap
+                                                 * profiling samples (prof.c): frees take the remote way, so
+                                                 * they do not lengthen the list the fast path pops */
 #define HAK_OWNER_FLAGS     ((uintptr_t)63)
 /* xthread_free's low bit (blocks are 16-byte aligned): the remote free that
  * made the list non-empty is still telling the owner (remote_notify).  While
@@ -226,7 +229,7 @@ typedef struct hak_segment_s {
   size_t pinned;                     /* resident bytes beyond its need, taken from the BigCache (see take_cover) */
   uint32_t ring_site;                /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
   uint8_t thp;                       /* small: halves advised MADV_HUGEPAGE (bits 0-1); large: 1 when advised, mapped exactly; thp.c */
-  uint8_t _p8[1];
+  uint8_t prof;                      /* large: the block is a heap-profile sample (prof.c), its free is recorded */
   uint64_t site_clock;               /* site clock at allocation */
   /* small segments: slabs (bit = index of the head page) that got their
    * first remote free since their owner last collected them; set by the
@@ -327,6 +330,18 @@ typedef struct hak_heap_s {
   uint64_t no_resident;              /* the pool's give count when it last found no resident free run + 1 (0: look) */
   uint64_t refills;                  /* mallocs that found the current slab without a free block
                                       * (statistics; every 64th runs the periodic work) */
+  /* heap profiling (prof.c), zeroed with the heap: per class the bytes left
+   * before the next sample, the class's malloc count when they were last
+   * counted, and the slab whose list is cut to them (HAK_OWNER_PROF) */
+  struct {
+    int64_t left[HAK_NCLASSES + 1];  /* [HAK_NCLASSES]: large blocks */
+    uint64_t seen[HAK_NCLASSES];
+    hak_slab_t* armed[HAK_NCLASSES];
+    hak_block_t* stash[HAK_NCLASSES];   /* the owner's frees into armed[c], until its next refill */
+    uint64_t rng;
+    uint64_t started;                /* bit c: left[c] was drawn */
+    uint32_t narmed;
+  } prof;
 } hak_heap_t;
 
 extern hak_heap_t _hak_heap_empty;
@@ -445,6 +460,55 @@ void  _hak_segments_fork_prepare(void);
 void  _hak_segments_fork_parent(void);
 void  _hak_segments_fork_child(void);
 extern _Atomic(size_t) _hak_seg_count, _hak_seg_small, _hak_seg_cached, _hak_seg_abandoned;
+
+/* prof.c: sampled heap profiling (HAKMEM_PROF).  The fast paths know
+ * nothing of it: while it runs, the malloc slow path counts what the fast
+ * path handed out (the classes' malloc counts), cuts the current slab's list
+ * so that the allocation crossing the next sampling point misses the fast
+ * path, and serves a sampled block as a large block, whose free large.c
+ * reports (seg->prof). */
+extern _Atomic(int) _hak_prof_on;   /* 0 off, 1 sampling, 2 stopped (slow paths put cut slabs back) */
+void* _hak_prof_before(hak_heap_t* h, size_t cls, size_t size, bool any_class, uintptr_t site);
+void  _hak_prof_after(hak_heap_t* h, size_t cls);
+void  _hak_prof_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
+void  _hak_prof_free_cut(hak_slab_t* s, void* p, const char* op);
+/* The owner's free into its class's cut slab s (heap.c _hak_free_remote:
+ * the slab failed the fast path's owner test): a carved block without the
+ * free cookie waits on the heap's list for s, without an atomic, until the
+ * slab's next refill.  False: anything else (prof.c reports or frees it). */
+hak_inline bool hak_prof_stash(hak_slab_t* s, hak_block_t* b) {
+  hak_heap_t* h = hak_heap_get();
+  /* (an owner flagged PROF is armed[s->cls] = s: prof.c sets and clears both) */
+  if (HAK_SECURE || hak_load_relaxed(&s->xowner) != ((uintptr_t)h | HAK_OWNER_PROF) ||
+      !hak_is_carved_block(s, (uintptr_t)b & (HAK_PAGE_SIZE - 1), s->carved) || b->cookie == hak_cookie())
+    return false;
+  hak_block_t** top = &h->prof.stash[s->cls];
+  hak_block_set_next(b, *top);
+  b->cookie = hak_cookie();
+  *top = b;
+  s->used--;
+  return true;
+}
+void  _hak_prof_heap_exit(hak_heap_t* h);
+void  _hak_prof_free(void* p);
+void  _hak_prof_moved(void* p, void* q, size_t size);
+void  _hak_prof_init(void);
+void  _hak_prof_at_exit(void);
+void  _hak_prof_fork_prepare(void);
+void  _hak_prof_fork_parent(void);
+void  _hak_prof_fork_child(void);
+/* the profiler's own controls, for the numeric query API */
+int   _hak_prof_dump(const char* path);   /* NULL: the next PREFIX.PID.N.heap; 0 or -1 (errno) */
+void  _hak_prof_set_active(bool on);
+bool  _hak_prof_active(void);
+size_t _hak_prof_rate(void);
+void  _hak_prof_set_rate(size_t bytes);
+/* unwind.c: the stack of an allocation made at `site` (return addresses,
+ * innermost first; prof.c keeps them from the site on) */
+void  _hak_unwind_init(void);
+int   _hak_unwind(uintptr_t* pcs, int max, uintptr_t site);
+const char* _hak_unwind_method(void);
+void  _hak_unwind_fork_child(void);
 
 /* large.c */
 void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site);

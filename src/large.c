@@ -278,6 +278,8 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   seg->large_fresh = 0;
   seg->site = sidx;
   if (sidx != HAK_SITE_NONE) _hak_site_after_alloc(sidx, seg, size, t0, resident_before);
+  seg->prof = 0;
+  if (hak_unlikely(hak_load_relaxed(&_hak_prof_on))) _hak_prof_large(seg, p, size, site);   /* sampled? (prof.c) */
   return p;
 }
 
@@ -292,6 +294,10 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   if (seg->used_pages != 1) {
     _hak_double_free(op, p, 0);
     return;
+  }
+  if (hak_unlikely(seg->prof)) {   /* a heap-profile sample is no longer live */
+    seg->prof = 0;
+    _hak_prof_free(p);
   }
   _hak_secure_large_check(seg, op);
   seg->used_pages = 0;
@@ -355,7 +361,7 @@ bool _hak_large_recently_freed(const void* p) {
  * mapping stays one mapping), above it its pages are moved by mremap. */
 #define LARGE_COPY_MAX ((size_t)1 << 20)
 
-void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
+static void* large_realloc(hak_segment_t* seg, void* p, size_t size) {
   size_t off = seg->large_off;
   size_t usable = _hak_large_usable(seg);
   if (HAK_SECURE || size <= HAK_MEDIUM_MAX / 2 || (seg->huge_aligned && size > seg->map_size - off)) {
@@ -441,6 +447,16 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   large_account(nseg->map_size - old_map, 0);
   large_usable(_hak_large_usable(nseg), usable);
   return (uint8_t*)nseg + off;
+}
+
+/* A heap-profile sample that stays one block (grown or moved, not copied
+ * into a new block, whose free reported it) keeps its sample, at its new
+ * address and size (prof.c). */
+void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
+  if (hak_likely(!seg->prof)) return large_realloc(seg, p, size);
+  void* q = large_realloc(seg, p, size);
+  if (q != NULL) _hak_prof_moved(p, q, size);
+  return q;
 }
 
 void _hak_large_fork_prepare(void) {

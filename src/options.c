@@ -12,6 +12,7 @@ static const char* const invalid_names[] = {"abort", "warn", "ignore"};
 static const char* const decommit_names[] = {"off", "free", "dontneed"};
 static const char* const thp_names[] = {"never", "auto", "always"};
 static const char* const strategy_names[] = {"none", "cache", "release", "decommit", "prefault", "populate"};
+static const char* const unwind_names[] = {"auto", "libunwind", "fp"};
 
 /* kind token -> parser kind and word list */
 #define KIND_BOOL K_BOOL, NULL
@@ -23,6 +24,7 @@ static const char* const strategy_names[] = {"none", "cache", "release", "decomm
 #define KIND_ENUM_DECOMMIT K_ENUM, decommit_names
 #define KIND_ENUM_THP K_ENUM, thp_names
 #define KIND_ENUM_STRATEGY K_ENUM, strategy_names
+#define KIND_ENUM_UNWIND K_ENUM, unwind_names
 
 typedef struct {
   const char* name;

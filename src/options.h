@@ -80,6 +80,18 @@ typedef enum {
     "secure build: carve new blocks in random order (0 = in address order: faster where a program walks its objects)") \
   X(SECURE_AVX2,  "HAKMEM_SECURE_AVX2",  BOOL, 1, 1, 1, 0, 1, \
     "secure build: check freed blocks' fill with AVX2 where the CPU has it (0 = 16-byte vectors)") \
+  X(PROF,         "HAKMEM_PROF",         BOOL, 0, 0, 0, 0, 1, \
+    "sampled heap profiling: call stacks of live and allocated bytes, written in gperftools' format (docs/PROFILING.md)") \
+  X(PROF_RATE,    "HAKMEM_PROF_RATE",    SIZE, 512 << 10, 512 << 10, 512 << 10, 1, (long long)1 << 40, \
+    "heap profiling: mean bytes allocated between two samples (intervals drawn at random)") \
+  X(PROF_PREFIX,  "HAKMEM_PROF_PREFIX",  PATH, 0, 0, 0, 0, 1, \
+    "heap profiling: profiles go to PREFIX.PID.N.heap, the leak report to PREFIX.PID.leaks.heap (default: hakmem)") \
+  X(PROF_SIGNAL,  "HAKMEM_PROF_SIGNAL",  INT, 0, 0, 0, 0, 64, \
+    "heap profiling: a profile is written when the process gets this signal (a number, 0 = none)") \
+  X(PROF_PEAK,    "HAKMEM_PROF_PEAK",    BOOL, 0, 0, 0, 0, 1, \
+    "heap profiling: write a profile each time the sampled live bytes pass their peak by an eighth") \
+  X(PROF_UNWIND,  "HAKMEM_PROF_UNWIND",  ENUM_UNWIND, 0, 0, 0, 0, 2, \
+    "heap profiling: how stacks are walked: auto (libunwind when it loads, else frame pointers) | libunwind | fp") \
   X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \
     "testing: after this many mmap calls, fail the next ones with ENOMEM (0 = off)") \
   X(FAIL_MMAP_COUNT, "HAKMEM_FAIL_MMAP_COUNT", INT, 0, 0, 0, 0, LLONG_MAX, \

@@ -17,6 +17,8 @@
 #include "quarantine.c"
 #include "zeroblock.c"
 #include "site.c"
+#include "unwind.c"
+#include "prof.c"
 #include "alloc.c"
 #include "stats.c"
 #include "ctl.c"

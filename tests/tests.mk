@@ -56,6 +56,7 @@ $(foreach v,release debug tsan,$(eval $(call ht_c_prog,test-mesh,$(v))))
 $(foreach v,release glibc,$(eval $(call ht_c_prog,test-opts,$(v))))
 $(foreach v,release,$(eval $(call ht_c_prog,test-syscalls,$(v))))
 $(foreach v,release,$(eval $(call ht_c_prog,test-internal,$(v))))
+$(foreach v,release,$(eval $(call ht_c_prog,prof-test,$(v))))
 
 # C++: linked with the shared library, and glibc-only for LD_PRELOAD.  The
 # run-time name (SONAME) of build/libhakmem.so gets a symlink in build/tests/,
@@ -71,6 +72,11 @@ $(HT_OUT)/test-cxx-glibc: tests/test-cxx.cc $(HT_HDRS)
 	@mkdir -p $(HT_OUT)
 	$(CXX) $(HT_CXXFLAGS) -O2 $< -o $@ -ldl
 HT_PROGS += $(HT_OUT)/test-cxx-so $(HT_OUT)/test-cxx-glibc
+# heap profiling of a threaded C++ program (core_prof.sh)
+$(HT_OUT)/prof-cxx-so: tests/prof-cxx.cc $(HT_HDRS) $(HT_OUT)/test-cxx-so
+	$(CXX) $(HT_CXXFLAGS) -O2 $< -o $@ -L$(BUILD) -lhakmem \
+	  -Wl,-rpath,$(abspath $(HT_OUT)):$(abspath $(BUILD))
+HT_PROGS += $(HT_OUT)/prof-cxx-so
 
 .PHONY: test-progs
 test-progs: $(HT_PROGS)

@@ -1,0 +1,752 @@
+/* Sampled heap profiling (HAKMEM_PROF=1): the call stacks that hold memory,
+ * written in gperftools' heap-profile format so that google-pprof reads
+ * them.  Off, it costs the fast paths nothing: they carry no counter and no
+ * test.  On, the malloc slow path does the sampling (docs/DESIGN.md, "Heap
+ * profiling"):
+ *  - each heap keeps, per size class, the bytes left before its next sample
+ *    (intervals drawn from an exponential distribution of mean
+ *    HAKMEM_PROF_RATE, as tcmalloc and jemalloc draw them); what the fast
+ *    path handed out meanwhile is the class's malloc count, which the fast
+ *    path keeps anyway;
+ *  - after a class allocation the class's current slab keeps on its list only
+ *    the blocks that fit in those bytes (the rest waits on its remote list)
+ *    and is marked HAK_OWNER_PROF, so frees into it take the remote way and do
+ *    not lengthen the list: the allocation that crosses the sampling point
+ *    finds the list empty and comes here;
+ *  - a sampled block is served as a large block (large.c), whose free always
+ *    goes out of line: seg->prof sends it here, exactly once.
+ * The profiler's own memory comes from os.c mappings, never from malloc;
+ * writing a profile uses a static buffer and write(2). */
+#include "internal.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+_Atomic(int) _hak_prof_on;
+static _Atomic(size_t) prof_rate = 512 << 10;
+static _Atomic(int) prof_started;     /* the tables, prefix and unwinder are set up */
+static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
+/* inside the profiler (unwinding, recording, writing): the mallocs that
+ * libunwind or dlopen make are served, but not sampled */
+static __thread bool prof_busy __attribute__((tls_model("initial-exec")));
+
+#define PROF_DEPTH 64        /* frames kept per stack */
+#define PROF_WALK  (PROF_DEPTH + 16)   /* frames walked: the allocator's own are cut */
+
+/* ---------------------------------------------------------------- memory */
+/* A bump arena of os.c mappings for stack buckets (never freed: one per
+ * distinct stack). */
+static uint8_t* arena_cur;
+static size_t arena_left;
+static void* arena_alloc(size_t n) {
+  n = hak_align_up(n, 16);
+  if (n > arena_left) {
+    size_t chunk = n > ((size_t)1 << 20) ? hak_align_up(n, HAK_OS_PAGE) : (size_t)1 << 20;
+    uint8_t* p = _hak_os_map(chunk, NULL);
+    if (p == NULL) return NULL;
+    arena_cur = p;
+    arena_left = chunk;
+  }
+  void* p = arena_cur;
+  arena_cur += n;
+  arena_left -= n;
+  return p;
+}
+
+/* ---------------------------------------------------------------- stacks */
+/* A bucket is a stack and a size band: google-pprof scales each line of a
+ * profile by the average size of its samples (heap_v2), which is right only
+ * for samples of about one size; a function that allocates both 100-byte
+ * and 200 KiB blocks gets a line for each band, which the tool adds up by
+ * stack after scaling (one line for both underestimated such a function's
+ * small blocks several times over at HAKMEM_PROF_RATE=32K). */
+typedef struct bucket_s {
+  struct bucket_s* next;     /* hash chain */
+  struct bucket_s* all;      /* every bucket, in creation order (dump) */
+  uint64_t hash;
+  uint32_t band;             /* size band: the class, or (large) a half power of two */
+  int64_t live_n, live_b;    /* sampled blocks live now */
+  int64_t tot_n, tot_b;      /* sampled blocks ever */
+  uint32_t depth;
+  uintptr_t pcs[];
+} bucket_t;
+
+#define BUCKET_HASH_N ((size_t)1 << 14)
+static bucket_t** bucket_hash;   /* BUCKET_HASH_N chains (os.c mapping) */
+static bucket_t* bucket_all;
+static bucket_t** bucket_last = &bucket_all;
+
+static uint64_t stack_hash(const uintptr_t* pcs, uint32_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+  for (uint32_t i = 0; i < n; i++) {
+    h ^= pcs[i];
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 32;
+  }
+  return h;
+}
+
+static uint32_t size_band(size_t size) {
+  if (size <= HAK_MEDIUM_MAX) return (uint32_t)hak_class_of(size ? size : 1);
+  unsigned b = 63u - (unsigned)__builtin_clzl(size);
+  return HAK_NCLASSES + 2 * b + (uint32_t)((size >> (b - 1)) & 1);
+}
+
+static bucket_t* bucket_get(const uintptr_t* pcs, uint32_t n, size_t size) {
+  uint32_t band = size_band(size);
+  uint64_t h = stack_hash(pcs, n) ^ (uint64_t)band * 0x9E3779B97F4A7C15ull;
+  bucket_t** chain = &bucket_hash[h & (BUCKET_HASH_N - 1)];
+  for (bucket_t* b = *chain; b != NULL; b = b->next)
+    if (b->hash == h && b->band == band && b->depth == n && memcmp(b->pcs, pcs, n * sizeof *pcs) == 0) return b;
+  bucket_t* b = arena_alloc(sizeof *b + n * sizeof *pcs);
+  if (b == NULL) return NULL;
+  b->hash = h;
+  b->band = band;
+  b->depth = n;
+  memcpy(b->pcs, pcs, n * sizeof *pcs);
+  b->next = *chain;
+  *chain = b;
+  *bucket_last = b;
+  bucket_last = &b->all;
+  return b;
+}
+
+/* ---------------------------------------------------------------- live samples */
+/* Open addressing by block address (linear probing, deletion by backward
+ * shift), grown by doubling into a new os.c mapping. */
+typedef struct {
+  uintptr_t addr;   /* 0: empty */
+  size_t size;
+  bucket_t* b;
+} sample_t;
+static sample_t* samples;
+static size_t samples_cap, samples_n;
+static int64_t live_bytes, peak_next;
+/* What a sample stands for, roughly (size / (1 - exp(-size / rate)) without
+ * exp): the live-byte estimate whose peaks HAKMEM_PROF_PEAK follows. */
+static int64_t live_est;
+static int64_t sample_weight(size_t size) {
+  size_t r = hak_load_relaxed(&prof_rate);
+  return (int64_t)(size >= r ? size : r + size / 2);
+}
+
+static size_t slot_of(uintptr_t a, size_t cap) { return (size_t)((a >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1); }
+
+static bool samples_grow(void) {
+  size_t cap = samples_cap ? samples_cap * 2 : 4096;
+  sample_t* t = _hak_os_map(cap * sizeof *t, NULL);
+  if (t == NULL) return false;
+  for (size_t i = 0; i < samples_cap; i++) {
+    if (samples[i].addr == 0) continue;
+    size_t j = slot_of(samples[i].addr, cap);
+    while (t[j].addr != 0) j = (j + 1) & (cap - 1);
+    t[j] = samples[i];
+  }
+  if (samples != NULL) _hak_os_unmap(samples, samples_cap * sizeof *samples);
+  samples = t;
+  samples_cap = cap;
+  return true;
+}
+
+static bool sample_put(uintptr_t a, size_t size, bucket_t* b) {
+  if ((samples_n + 1) * 2 > samples_cap && !samples_grow()) return false;
+  size_t j = slot_of(a, samples_cap);
+  while (samples[j].addr != 0) j = (j + 1) & (samples_cap - 1);
+  samples[j] = (sample_t){a, size, b};
+  samples_n++;
+  return true;
+}
+
+static sample_t* sample_find(uintptr_t a) {
+  if (samples_cap == 0) return NULL;
+  for (size_t j = slot_of(a, samples_cap);; j = (j + 1) & (samples_cap - 1)) {
+    if (samples[j].addr == a) return &samples[j];
+    if (samples[j].addr == 0) return NULL;
+  }
+}
+
+static void sample_remove(sample_t* e) {
+  size_t i = (size_t)(e - samples), mask = samples_cap - 1;
+  samples[i].addr = 0;
+  samples_n--;
+  /* backward shift: move up every entry of the run that could sit in the hole */
+  for (size_t j = (i + 1) & mask; samples[j].addr != 0; j = (j + 1) & mask) {
+    size_t home = slot_of(samples[j].addr, samples_cap);
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      samples[i] = samples[j];
+      samples[j].addr = 0;
+      i = j;
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- sampling intervals */
+/* ln(u) for u in (0, 1], without libm: u = m * 2^k with m in [1, 2), and
+ * ln m = 2 atanh((m-1)/(m+1)), whose series converges fast (t <= 1/3: six
+ * terms leave an error below 1e-7). */
+static double ln01(double u) {
+  uint64_t bits;
+  memcpy(&bits, &u, sizeof bits);
+  int k = (int)((bits >> 52) & 0x7FF) - 1023;
+  bits = (bits & ((1ull << 52) - 1)) | (1023ull << 52);
+  double m;
+  memcpy(&m, &bits, sizeof m);
+  double t = (m - 1) / (m + 1), t2 = t * t;
+  double s = t * (1 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 + t2 * (1.0 / 9 + t2 / 11)))));
+  return k * 0.69314718055994530942 + 2 * s;
+}
+
+/* Bytes to the next sample: exponential with mean HAKMEM_PROF_RATE, so that
+ * each byte is sampled with the same chance whatever came before it (a
+ * Poisson process: the per-class streams together sample as one would),
+ * and google-pprof's heap_v2 scaling, 1 / (1 - exp(-size / rate)), undoes it. */
+static int64_t draw(hak_heap_t* h) {
+  uint64_t x = h->prof.rng;
+  if (x == 0) x = ((uintptr_t)h ^ _hak_cookie_key ^ _hak_clock_ms() * 0x9E3779B97F4A7C15ull) | 1;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  h->prof.rng = x;
+  double u = (double)(((x * 0x2545F4914F6CDD1Dull) >> 11) + 1) * 0x1.0p-53;   /* (0, 1] */
+  double e = -ln01(u) * (double)hak_load_relaxed(&prof_rate);
+  return e < 1 ? 1 : e > 9e18 ? (int64_t)9e18 : (int64_t)e + 1;
+}
+
+/* ---------------------------------------------------------------- the cut */
+/* Bring class c's count up to date: the bytes the fast path handed out since
+ * the last look.  A sampling point it went past (its slab's list was made
+ * longer than the cut by something the profiler does not see: a slab made
+ * current by adoption, say) is lost, not moved onto another allocation, and
+ * counted. */
+static _Atomic(uint64_t) prof_lost, prof_sampled;
+static void account(hak_heap_t* h, size_t c) {
+  uint64_t n = h->cls[c].nmalloc;
+  if (!(h->prof.started >> c & 1)) {
+    h->prof.started |= (uint64_t)1 << c;
+    h->prof.left[c] = draw(h);
+  } else {
+    h->prof.left[c] -= (int64_t)(n - h->prof.seen[c]) * _hak_class_size[c];
+    while (h->prof.left[c] <= 0) {   /* each draw added: one more point passed */
+      atomic_fetch_add_explicit(&prof_lost, 1, memory_order_relaxed);
+      h->prof.left[c] += draw(h);
+    }
+  }
+  h->prof.seen[c] = n;
+}
+
+/* A free into a slab marked HAK_OWNER_PROF that is not the owner's plain
+ * free into its cut slab (internal.h hak_prof_stash took those): another
+ * thread's, or a block with the free cookie (maybe a double free).  The
+ * remote way checks and reports. */
+void _hak_prof_free_cut(hak_slab_t* s, void* p, const char* op) {
+  (void)s;
+  _hak_free_generic(p, op);
+}
+
+/* Those blocks back on the slab's list (before its refill, or when it stops
+ * being cut). */
+static void unstash(hak_heap_t* h, size_t c) {
+  hak_block_t* b = h->prof.stash[c];
+  if (b == NULL) return;
+  hak_slab_t* s = h->prof.armed[c];
+  h->prof.stash[c] = NULL;
+  if (s->free != NULL) {   /* (at a refill the list is empty: the fast path ran dry) */
+    hak_block_t* t = b;
+    for (hak_block_t* n; (n = hak_block_next(t)) != NULL;) t = n;
+    hak_block_set_next(t, s->free);
+  }
+  s->free = b;
+}
+
+/* A slab that was cut and is no longer its class's current one takes frees
+ * the fast way again; the blocks set aside on its remote list are taken when
+ * it comes up (its bit and the hint tell the owner, as a remote free would). */
+static void disarm(hak_heap_t* h, hak_slab_t* s) {
+  if (hak_load_relaxed(&s->xowner) != ((uintptr_t)h | HAK_OWNER_PROF)) return;   /* full now: its flag went */
+  hak_store_relaxed(&s->xowner, (uintptr_t)h);
+  if (hak_load_relaxed(&s->xthread_free) != 0) {
+    atomic_fetch_or_explicit(&hak_segment_of(s)->xremote, (uint64_t)1 << hak_slab_index(s), memory_order_seq_cst);
+    hak_store_relaxed(&h->xremote_hint, 1);
+  }
+}
+
+static void disarm_all(hak_heap_t* h) {
+  for (size_t c = 0; c < HAK_NCLASSES; c++)
+    if (h->prof.armed[c] != NULL) {
+      unstash(h, c);
+      disarm(h, h->prof.armed[c]);
+      h->prof.armed[c] = NULL;
+    }
+  h->prof.narmed = 0;
+}
+
+/* Leave on s's list only the first k blocks; the others go to its remote
+ * list (counted in `used` as remote frees are), where the next refill
+ * collects them. */
+static void cut(hak_slab_t* s, uint32_t k) {
+  hak_block_t *prev = NULL, *b = s->free;
+  for (uint32_t i = 0; i < k && b != NULL; i++) {
+    prev = b;
+    b = hak_block_next(b);
+  }
+  if (b == NULL) return;
+  if (prev != NULL) hak_block_set_next(prev, NULL);
+  else s->free = NULL;
+  uint32_t r = 1;
+  hak_block_t* tail = b;
+  for (hak_block_t* n; (n = hak_block_next(tail)) != NULL; tail = n) r++;
+  s->used += r;
+  uintptr_t head = hak_load_relaxed(&s->xthread_free);
+  do hak_block_set_next(tail, hak_xf_list(head));
+  while (!atomic_compare_exchange_weak_explicit(&s->xthread_free, &head,
+                                                (uintptr_t)b + (head & ~(HAK_XF_ONE - 1)) + (uintptr_t)r * HAK_XF_ONE +
+                                                    (head & HAK_XF_NOTIFYING),
+                                                memory_order_release, memory_order_relaxed));
+}
+
+/* After a class allocation: class c's current slab keeps on its list only
+ * the blocks that fit before the class's next sampling point, and its frees
+ * stop feeding the fast path ("armed": HAK_OWNER_PROF; the owner's frees wait
+ * on the heap's list for the slab, internal.h hak_prof_stash).  Arming only
+ * when the point is near was tried: the fast path pops what the list holds
+ * plus what frees put back on it, which in a steady state (frees into the
+ * current slab as fast as mallocs) never runs out, so the profiler got no
+ * chance to look again, and random_mixed lost 43 % of its sampling points
+ * (at 5 % more instructions instead of 40 %).  A point the fast path goes
+ * past all the same (a slab made current by adoption, which no cut reached)
+ * is lost, and counted. */
+static void arm(hak_heap_t* h, size_t c) {
+  hak_slab_t* s = h->cls[c].cur;
+  hak_slab_t* a = h->prof.armed[c];
+  if (a != NULL && a != s) {
+    unstash(h, c);
+    disarm(h, a);
+    h->prof.armed[c] = NULL;
+    h->prof.narmed--;
+  }
+  if (s == &_hak_slab_empty) return;
+  account(h, c);
+  if ((uint64_t)h->prof.left[c] <= ((uint64_t)s->npages << HAK_PAGE_SHIFT)) {   /* (else no list is that long) */
+    uint64_t k = (uint64_t)(h->prof.left[c] - 1) / s->bsize;   /* pops j = 1..k stay below the point */
+    uint32_t carved = s->carved / hak_slab_step(s);
+    if (carved > s->used && carved - s->used > k) cut(s, (uint32_t)k);   /* (else the list is short enough) */
+  }
+  if (a != s && hak_load_relaxed(&s->xowner) == (uintptr_t)h) {
+    hak_store_relaxed(&s->xowner, (uintptr_t)h | HAK_OWNER_PROF);
+    h->prof.armed[c] = s;
+    h->prof.narmed++;
+  }
+}
+
+/* ---------------------------------------------------------------- recording */
+static char prof_prefix[4096];
+static _Atomic(int) dump_pending;
+static int dump_locked(const char* path, bool leaks);
+static void dump_next_locked(void);
+
+static void prof_unlock(void) {
+  pthread_mutex_unlock(&prof_lock);
+  /* a signal that found the lock taken left its dump to whoever held it */
+  if (hak_load_relaxed(&dump_pending) && atomic_exchange(&dump_pending, 0)) {
+    pthread_mutex_lock(&prof_lock);
+    dump_next_locked();
+    pthread_mutex_unlock(&prof_lock);
+  }
+}
+
+/* The sample's stack, from the allocation's call site on: the frames above
+ * it are the allocator's own (the site is the return address the public
+ * entry point saw; a walk that does not meet it is kept whole). */
+static void record(void* p, size_t size, uintptr_t site) {
+  uintptr_t pcs[PROF_WALK];
+  int n = _hak_unwind(pcs, PROF_WALK, site);
+  int from = 0;
+  for (int i = 0; i < n; i++)
+    if (pcs[i] == site) {
+      from = i;
+      break;
+    }
+  uint32_t depth = (uint32_t)(n - from) < PROF_DEPTH ? (uint32_t)(n - from) : PROF_DEPTH;
+  pthread_mutex_lock(&prof_lock);
+  bucket_t* b = bucket_get(pcs + from, depth, size);
+  if (b != NULL && sample_put((uintptr_t)p, size, b)) {
+    b->live_n++;
+    b->live_b += (int64_t)size;
+    b->tot_n++;
+    b->tot_b += (int64_t)size;
+    live_bytes += (int64_t)size;
+    live_est += sample_weight(size);
+    atomic_fetch_add_explicit(&prof_sampled, 1, memory_order_relaxed);
+    /* a new peak: an eighth above the last one written, and 8 samples' worth */
+    if (hak_opt(PROF_PEAK) && live_est >= peak_next) {
+      peak_next = live_est + live_est / 8 + 8 * (int64_t)hak_load_relaxed(&prof_rate);
+      dump_next_locked();
+    }
+  } else {
+    hak_segment_of(p)->prof = 0;   /* out of memory for the tables: not a sample after all */
+  }
+  prof_unlock();
+}
+
+void* _hak_prof_before(hak_heap_t* h, size_t cls, size_t size, bool any_class, uintptr_t site) {
+  if (hak_load_relaxed(&_hak_prof_on) != 1) {   /* stopped: each heap puts its cut slabs back */
+    if (h->prof.narmed != 0) disarm_all(h);
+    return NULL;
+  }
+  unstash(h, cls);   /* (the refill takes them; the cut is made again after it) */
+  if (prof_busy) return NULL;
+  account(h, cls);
+  uint32_t bsize = _hak_class_size[cls];
+  if (h->prof.left[cls] > (int64_t)bsize) return NULL;   /* the pop is counted by the next account() */
+  h->prof.left[cls] = draw(h);   /* memoryless: the next point from the end of this block */
+  /* Sampled: a large block, whose free is seen (large.c, seg->prof), of the
+   * class's size (what malloc_usable_size says of it, and what the program
+   * may write) and aligned as every block of the class is (to the lowest set
+   * bit of its size: slabs start on 64 KiB boundaries). */
+  (void)size;
+  prof_busy = true;
+  void* p = _hak_large_alloc(bsize, any_class ? 16 : (size_t)(bsize & -bsize), false, site);
+  if (p != NULL) {
+    hak_segment_of(p)->prof = 1;
+    record(p, bsize, site);
+  }
+  prof_busy = false;
+  return p;
+}
+
+/* Thread exit: the heap's slabs are abandoned with every free block on
+ * their lists. */
+void _hak_prof_heap_exit(hak_heap_t* h) {
+  if (h->prof.narmed != 0) disarm_all(h);
+}
+
+void _hak_prof_after(hak_heap_t* h, size_t cls) {
+  if (hak_load_relaxed(&_hak_prof_on) != 1 || prof_busy) return;
+  arm(h, cls);
+}
+
+/* A large block (large.c, after it is made): its own stream of bytes. */
+void _hak_prof_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site) {
+  hak_heap_t* h = hak_heap_get();
+  if (prof_busy || hak_load_relaxed(&_hak_prof_on) != 1 || h == &_hak_heap_empty || seg->huge_aligned) return;
+  int64_t* left = &h->prof.left[HAK_NCLASSES];
+  if (!(h->prof.started >> HAK_NCLASSES & 1)) {
+    h->prof.started |= (uint64_t)1 << HAK_NCLASSES;
+    *left = draw(h);
+  }
+  if (*left > (int64_t)size) {
+    *left -= (int64_t)size;
+    return;
+  }
+  *left = draw(h);
+  prof_busy = true;
+  seg->prof = 1;
+  record(p, size, site);
+  prof_busy = false;
+}
+
+void _hak_prof_free(void* p) {
+  pthread_mutex_lock(&prof_lock);
+  sample_t* e = sample_find((uintptr_t)p);
+  if (e != NULL) {
+    e->b->live_n--;
+    e->b->live_b -= (int64_t)e->size;
+    live_bytes -= (int64_t)e->size;
+    live_est -= sample_weight(e->size);
+    sample_remove(e);
+  }
+  prof_unlock();
+}
+
+void _hak_prof_moved(void* p, void* q, size_t size) {
+  pthread_mutex_lock(&prof_lock);
+  sample_t* e = sample_find((uintptr_t)p);
+  if (e != NULL) {
+    bucket_t* b = e->b;
+    int64_t d = (int64_t)size - (int64_t)e->size;
+    b->live_b += d;
+    b->tot_b += d > 0 ? d : 0;
+    live_bytes += d;
+    live_est += sample_weight(size) - sample_weight(e->size);
+    if (q == p) {
+      e->size = size;
+    } else {
+      sample_remove(e);
+      if (!sample_put((uintptr_t)q, size, b)) {
+        b->live_n--;
+        b->live_b -= (int64_t)size;
+        live_bytes -= (int64_t)size;
+        live_est -= sample_weight(size);
+        hak_segment_of(q)->prof = 0;
+      }
+    }
+  }
+  prof_unlock();
+}
+
+/* ---------------------------------------------------------------- writing */
+/* Formatted by hand into a static buffer (under the lock) and written with
+ * write(2): no stdio, no allocation, callable from a signal handler. */
+static char out_buf[1 << 16];
+static size_t out_len;
+static int out_fd = -1;
+static bool out_err;
+
+static void out_flush(void) {
+  size_t off = 0;
+  while (off < out_len && !out_err) {
+    ssize_t w = write(out_fd, out_buf + off, out_len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) out_err = true;
+    else off += (size_t)w;
+  }
+  out_len = 0;
+}
+static void out_mem(const char* s, size_t n) {
+  while (n > 0) {
+    if (out_len == sizeof out_buf) out_flush();
+    size_t k = sizeof out_buf - out_len < n ? sizeof out_buf - out_len : n;
+    memcpy(out_buf + out_len, s, k);
+    out_len += k;
+    s += k;
+    n -= k;
+  }
+}
+static void out_str(const char* s) { out_mem(s, strlen(s)); }
+static void out_num(uint64_t v, unsigned base, unsigned width) {
+  char t[24];
+  size_t i = sizeof t;
+  do {
+    t[--i] = "0123456789abcdef"[v % base];
+    v /= base;
+  } while (v != 0);
+  while (sizeof t - i < width) t[--i] = ' ';
+  out_mem(t + i, sizeof t - i);
+}
+static void out_pair(int64_t n, int64_t b) {
+  out_num(n > 0 ? (uint64_t)n : 0, 10, 6);
+  out_str(": ");
+  out_num(b > 0 ? (uint64_t)b : 0, 10, 8);
+}
+
+/* /proc/self/maps, copied as it is: google-pprof finds each address's
+ * object (and its load offset) there. */
+static void out_maps(void) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  for (;;) {
+    if (out_len == sizeof out_buf) out_flush();
+    ssize_t r = read(fd, out_buf + out_len, sizeof out_buf - out_len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    out_len += (size_t)r;
+  }
+  close(fd);
+}
+
+/* One profile: the header with the totals and the sampling rate (heap_v2:
+ * google-pprof scales each stack's figures by 1 / (1 - exp(-avg / rate))),
+ * a line per stack `live_count: live_bytes [total_count: total_bytes] @
+ * pc ...`, then the process's mappings.  The leak report lists only the
+ * stacks that still hold sampled blocks. */
+static int dump_locked(const char* path, bool leaks) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  out_fd = fd;
+  out_len = 0;
+  out_err = false;
+  int64_t ln = 0, lb = 0, tn = 0, tb = 0;
+  for (bucket_t* b = bucket_all; b != NULL; b = b->all) {
+    if (leaks && b->live_n <= 0) continue;
+    ln += b->live_n, lb += b->live_b, tn += b->tot_n, tb += b->tot_b;
+  }
+  out_str("heap profile: ");
+  out_pair(ln, lb);
+  out_str(" [");
+  out_pair(tn, tb);
+  out_str("] @ heap_v2/");
+  out_num(hak_load_relaxed(&prof_rate), 10, 0);
+  out_str("\n");
+  for (bucket_t* b = bucket_all; b != NULL; b = b->all) {
+    if (b->live_n <= 0 && (leaks || b->tot_n <= 0)) continue;
+    out_pair(b->live_n, b->live_b);
+    out_str(" [");
+    out_pair(b->tot_n, b->tot_b);
+    out_str("] @");
+    for (uint32_t i = 0; i < b->depth; i++) {
+      /* return addresses; google-pprof takes one from every one but the
+       * first, so the first is given as the call itself */
+      out_str(" 0x");
+      out_num(b->pcs[i] - (i == 0), 16, 0);
+    }
+    out_str("\n");
+  }
+  out_str("\nMAPPED_LIBRARIES:\n");
+  out_maps();
+  out_flush();
+  bool err = out_err;
+  if (close(fd) != 0) err = true;
+  out_fd = -1;
+  if (err) {
+    errno = EIO;
+    return -1;
+  }
+  return 0;
+}
+
+/* PREFIX.PID.N.heap, N counting from 0 in each process; a file that exists
+ * (an earlier image of this process id, before an exec) is not
+ * overwritten: the next N is taken. */
+static unsigned dump_seq;
+static char name_buf[4096 + 64];
+static size_t name_base(void) {   /* "PREFIX.PID." into name_buf; its length */
+  size_t n = strlen(prof_prefix);
+  memcpy(name_buf, prof_prefix, n);
+  name_buf[n++] = '.';
+  char t[24];
+  size_t i = sizeof t;
+  unsigned long pid = (unsigned long)getpid();
+  do t[--i] = (char)('0' + pid % 10);
+  while ((pid /= 10) != 0);
+  memcpy(name_buf + n, t + i, sizeof t - i);
+  n += sizeof t - i;
+  name_buf[n++] = '.';
+  return n;
+}
+static void dump_next_locked(void) {
+  size_t base = name_base();
+  for (int tries = 0; tries < 100000; tries++) {
+    size_t n = base;
+    char t[12];
+    size_t i = sizeof t;
+    unsigned v = dump_seq++;
+    do t[--i] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    memcpy(name_buf + n, t + i, sizeof t - i);
+    n += sizeof t - i;
+    memcpy(name_buf + n, ".heap", 6);
+    int fd = open(name_buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) return;
+    close(fd);
+    dump_locked(name_buf, false);
+    return;
+  }
+}
+
+static void on_signal(int sig) {
+  (void)sig;
+  int saved = errno;
+  if (!prof_busy && pthread_mutex_trylock(&prof_lock) == 0) {
+    bool was = prof_busy;
+    prof_busy = true;
+    dump_next_locked();
+    prof_busy = was;
+    pthread_mutex_unlock(&prof_lock);
+  } else {
+    hak_store_relaxed(&dump_pending, 1);   /* the lock's holder writes it (prof_unlock) */
+  }
+  errno = saved;
+}
+
+/* ---------------------------------------------------------------- control */
+static void prof_start(void) {
+  if (hak_load_acquire(&prof_started)) return;
+  pthread_mutex_lock(&prof_lock);
+  if (!hak_load_relaxed(&prof_started)) {
+    prof_busy = true;
+    bucket_hash = _hak_os_map(BUCKET_HASH_N * sizeof *bucket_hash, NULL);
+    /* a relative prefix names the directory the program started in, not
+     * the one it is in when it exits */
+    const char* pre = _hak_option_text(HAK_OPT_PROF_PREFIX);
+    if (pre == NULL || *pre == 0) pre = "hakmem";
+    size_t n = 0;
+    if (pre[0] != '/' && getcwd(prof_prefix, sizeof prof_prefix - 2) != NULL) {
+      n = strlen(prof_prefix);
+      prof_prefix[n++] = '/';
+    }
+    size_t m = strlen(pre);
+    if (n + m >= sizeof prof_prefix) n = 0, m = m < sizeof prof_prefix - 1 ? m : sizeof prof_prefix - 1;
+    memcpy(prof_prefix + n, pre, m);
+    prof_prefix[n + m] = 0;
+    _hak_unwind_init();   /* dlopen: its mallocs are served, not sampled (busy) */
+    int sig = (int)hak_opt(PROF_SIGNAL);
+    if (sig > 0) {
+      struct sigaction sa;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_handler = on_signal;
+      sa.sa_flags = SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      sigaction(sig, &sa, NULL);
+    }
+    prof_busy = false;
+    if (bucket_hash != NULL) hak_store_release(&prof_started, 1);
+  }
+  pthread_mutex_unlock(&prof_lock);
+}
+
+void _hak_prof_init(void) {
+  hak_store_relaxed(&prof_rate, (size_t)hak_opt(PROF_RATE));
+  if (hak_opt(PROF)) _hak_prof_set_active(true);
+}
+
+void _hak_prof_set_active(bool on) {
+  if (on) {
+    prof_start();
+    if (!hak_load_acquire(&prof_started)) return;   /* no memory for the tables */
+  }
+  /* Stopped, it stays 2: the heaps' slow paths still come by to put back
+   * the slabs they cut (no heap is walked from here: they are others'). */
+  if (on || hak_load_relaxed(&_hak_prof_on) != 0) hak_store_relaxed(&_hak_prof_on, on ? 1 : 2);
+}
+bool _hak_prof_active(void) { return hak_load_relaxed(&_hak_prof_on) == 1; }
+size_t _hak_prof_rate(void) { return hak_load_relaxed(&prof_rate); }
+void _hak_prof_set_rate(size_t bytes) { hak_store_relaxed(&prof_rate, bytes ? bytes : 1); }
+
+int _hak_prof_dump(const char* path) {
+  if (!hak_load_acquire(&prof_started)) {
+    errno = EINVAL;
+    return -1;
+  }
+  bool was = prof_busy;
+  prof_busy = true;
+  pthread_mutex_lock(&prof_lock);
+  int r = 0;
+  if (path != NULL) r = dump_locked(path, false);
+  else dump_next_locked();
+  pthread_mutex_unlock(&prof_lock);
+  prof_busy = was;
+  return r;
+}
+
+hak_api int hakmem_prof_dump(const char* path) { return _hak_prof_dump(path); }
+
+/* At exit: the last profile and the leak report (the stacks whose sampled
+ * blocks are still live). */
+void _hak_prof_at_exit(void) {
+  if (!hak_load_acquire(&prof_started)) return;
+  prof_busy = true;
+  pthread_mutex_lock(&prof_lock);
+  dump_next_locked();
+  size_t n = name_base();
+  memcpy(name_buf + n, "leaks.heap", 11);
+  dump_locked(name_buf, true);
+  pthread_mutex_unlock(&prof_lock);
+  if (hak_opt(VERBOSE))
+    _hak_message("hakmem: heap profile: %llu samples (%llu sampling points lost), stacks by %s\n",
+                 (unsigned long long)hak_load_relaxed(&prof_sampled), (unsigned long long)hak_load_relaxed(&prof_lost),
+                 _hak_unwind_method());
+  prof_busy = false;
+}
+
+/* fork: the lock is the last one taken (nothing is locked while it is
+ * held), and the child writes its own files, numbered from 0. */
+void _hak_prof_fork_prepare(void) { pthread_mutex_lock(&prof_lock); }
+void _hak_prof_fork_parent(void) { pthread_mutex_unlock(&prof_lock); }
+void _hak_prof_fork_child(void) {
+  pthread_mutex_init(&prof_lock, NULL);
+  dump_seq = 0;
+  hak_store_relaxed(&dump_pending, 0);
+  _hak_unwind_fork_child();
+}

@@ -1,0 +1,192 @@
+/* Call stacks for the heap profiler (prof.c).  Debian's programs and
+ * libraries are built without frame pointers, so the walk that names their
+ * functions reads the unwind tables: libunwind, as gperftools does, loaded
+ * with dlopen when profiling starts, so that hakmem has no dependency on it
+ * while profiling is off (nor a link-time one at all).  Where it is missing
+ * (or HAKMEM_PROF_UNWIND=fp) a frame-pointer walk stands in, bounded to the
+ * thread's own stack mapping so that a broken frame chain ends the walk
+ * instead of faulting.  Neither calls malloc on hakmem's behalf. */
+#include "internal.h"
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+/* libunwind's local unwinding, by its exported x86-64 names: a context of
+ * the registers (unw_context_t is a ucontext_t), a cursor (127 words), a
+ * step, the IP register (UNW_X86_64_RIP, 16).  Its unw_backtrace was not
+ * kept: it keeps a 256 KiB per-thread cache whose release at thread exit
+ * failed for about one thread in thirty, so a program that makes threads
+ * all the time grew by a gigabyte over 100,000 (test-threads churn). */
+typedef int (*unw_getcontext_fn)(ucontext_t* uc);
+typedef int (*unw_init_local_fn)(uint64_t* cursor, ucontext_t* uc);
+typedef int (*unw_step_fn)(uint64_t* cursor);
+typedef int (*unw_get_reg_fn)(uint64_t* cursor, int reg, uint64_t* val);
+#define UNW_CURSOR_WORDS 127
+#define UNW_REG_RIP 16
+static unw_getcontext_fn unw_getcontext_p;
+static unw_init_local_fn unw_init_local_p;
+static unw_step_fn unw_step_p;
+static unw_get_reg_fn unw_get_reg_p;
+static bool unw_ok;
+/* Threads inside libunwind now: a fork child in which another thread was
+ * there may find libunwind's locks and caches half-updated, and walks
+ * frame pointers instead (_hak_unwind_fork_child). */
+static _Atomic(int) unw_inside;
+static bool unw_off;   /* this process (a fork child) does not use libunwind */
+
+void _hak_unwind_init(void) {
+  if (unw_ok || hak_opt(PROF_UNWIND) == 2) return;
+  void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) {
+    if (hak_opt(PROF_UNWIND) == 1)
+      _hak_message("hakmem: HAKMEM_PROF_UNWIND=libunwind, but libunwind.so.8 does not load: stacks from frame pointers\n");
+    return;
+  }
+  /* Per-thread caches of unwind information: no lock of libunwind's is held
+   * across threads, so a fork can leave none taken.  (UNW_CACHE_PER_THREAD
+   * is 2 in libunwind.h; the symbols are libunwind's x86-64 local names.) */
+  typedef int (*set_policy_fn)(void* as, int policy);
+  set_policy_fn set_policy = (set_policy_fn)dlsym(lib, "_ULx86_64_set_caching_policy");
+  void** local_as = (void**)dlsym(lib, "_ULx86_64_local_addr_space");
+  if (set_policy != NULL && local_as != NULL) set_policy(*local_as, 2);
+  unw_getcontext_p = (unw_getcontext_fn)dlsym(lib, "_Ux86_64_getcontext");
+  unw_init_local_p = (unw_init_local_fn)dlsym(lib, "_ULx86_64_init_local");
+  unw_step_p = (unw_step_fn)dlsym(lib, "_ULx86_64_step");
+  unw_get_reg_p = (unw_get_reg_fn)dlsym(lib, "_ULx86_64_get_reg");
+  unw_ok = unw_getcontext_p && unw_init_local_p && unw_step_p && unw_get_reg_p;
+}
+
+const char* _hak_unwind_method(void) { return unw_ok && !unw_off ? "libunwind" : "frame pointers"; }
+
+/* libunwind's walk from here: the IP of each frame, innermost first. */
+static hak_noinline int unw_walk(uintptr_t* pcs, int max) {
+  ucontext_t uc;
+  uint64_t cursor[UNW_CURSOR_WORDS];
+  if (unw_getcontext_p(&uc) != 0 || unw_init_local_p(cursor, &uc) != 0) return 0;
+  int n = 0;
+  while (n < max) {
+    uint64_t ip;
+    if (unw_get_reg_p(cursor, UNW_REG_RIP, &ip) != 0 || ip == 0) break;
+    pcs[n++] = (uintptr_t)ip;
+    if (unw_step_p(cursor) <= 0) break;
+  }
+  return n;
+}
+
+/* ---------------------------------------------------------------- frame pointers */
+/* The thread's stack mapping, found once in /proc/self/maps (read with
+ * open/read into a stack buffer: no stdio, no allocation). */
+static __thread uintptr_t stack_lo __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));
+
+static uintptr_t parse_hex(const char** s) {
+  uintptr_t v = 0;
+  for (;; (*s)++) {
+    char c = **s;
+    if (c >= '0' && c <= '9') v = v * 16 + (uintptr_t)(c - '0');
+    else if (c >= 'a' && c <= 'f') v = v * 16 + (uintptr_t)(c - 'a' + 10);
+    else return v;
+  }
+}
+
+static bool stack_mapping(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  size_t have = 0;
+  bool found = false;
+  for (;;) {
+    ssize_t r = read(fd, buf + have, sizeof buf - 1 - have);
+    if (r <= 0) break;
+    have += (size_t)r;
+    buf[have] = 0;
+    char* line = buf;
+    char* nl;
+    while ((nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
+      const char* s = line;
+      uintptr_t a = parse_hex(&s);
+      if (*s == '-') {
+        s++;
+        uintptr_t b = parse_hex(&s);
+        if (sp >= a && sp < b) {
+          *lo = a;
+          *hi = b;
+          found = true;
+          break;
+        }
+      }
+      line = nl + 1;
+    }
+    if (found) break;
+    have -= (size_t)(line - buf);   /* keep the partial last line */
+    memmove(buf, line, have);
+    if (have == sizeof buf - 1) have = 0;   /* (a line longer than the buffer: drop it) */
+  }
+  close(fd);
+  return found;
+}
+
+/* Walk saved frame pointers from the allocation's caller.  hakmem itself is
+ * built without them (the fast paths would pay for the frames), so the walk
+ * cannot start at its own frame.  It finds the call's return address (the
+ * site) on the stack: the highest copy within the allocator's own frames
+ * (which may hold copies of it in saved registers; the caller's live frames
+ * above hold no return address into a call that is still running), and the
+ * caller's frame pointer among the registers the allocator's first function
+ * saved just below it (the nearest word that points higher up this stack).
+ * Every frame must then lie above the last, 8-aligned, inside this thread's
+ * stack mapping: a frame chain that code without frame pointers (or a
+ * corrupted stack) leaves ends the walk instead of leading it into unmapped
+ * memory.  For programs built with frame pointers; in others it gives the
+ * site and whatever chain the registers happen to suggest. */
+#define FP_SCAN 16384   /* bytes above the walker's frame that the allocator's frames may take */
+static hak_noinline int fp_walk(uintptr_t* pcs, int max, uintptr_t site) {
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if (sp < stack_lo || sp >= stack_hi) {
+    /* a new thread, or a signal handler's alternate stack */
+    if (!stack_mapping(sp, &stack_lo, &stack_hi)) stack_lo = stack_hi = 0;
+  }
+  int n = 0;
+  pcs[n++] = site;
+  if (stack_hi == 0) return n;
+  uintptr_t at = 0, end = stack_hi - 8 - sp < FP_SCAN ? stack_hi - 8 : sp + FP_SCAN;
+  for (uintptr_t a = sp & ~(uintptr_t)7; a < end; a += 8)
+    if (*(const uintptr_t*)a == site) at = a;
+  if (at == 0) return n;
+  uintptr_t fp = 0;
+  for (uintptr_t b = at - 8; b >= at - 64 && b >= stack_lo; b -= 8) {
+    uintptr_t v = *(const uintptr_t*)b;
+    if (v > at && (v & 7) == 0 && v + 16 <= stack_hi) {
+      fp = v;
+      break;
+    }
+  }
+  while (n < max && fp != 0) {
+    if ((fp & 7) != 0 || fp < stack_lo || fp + 16 > stack_hi) break;
+    uintptr_t next = ((const uintptr_t*)fp)[0], ra = ((const uintptr_t*)fp)[1];
+    if (ra < HAK_OS_PAGE) break;
+    pcs[n++] = ra;
+    if (next <= fp) break;
+    fp = next;
+  }
+  return n;
+}
+
+/* The return addresses of the stack, innermost first: with libunwind the
+ * whole walk (its first frames are the allocator's own; prof.c cuts them at
+ * the site), with frame pointers from the site on. */
+hak_noinline int _hak_unwind(uintptr_t* pcs, int max, uintptr_t site) {
+  if (unw_ok && !unw_off) {
+    atomic_fetch_add_explicit(&unw_inside, 1, memory_order_acquire);
+    int n = unw_walk(pcs, max);
+    atomic_fetch_sub_explicit(&unw_inside, 1, memory_order_release);
+    if (n > 0) return n;
+  }
+  return fp_walk(pcs, max, site);
+}
+
+void _hak_unwind_fork_child(void) {
+  if (hak_load_relaxed(&unw_inside) != 0) unw_off = true;   /* (this thread was not in it: it forked) */
+  stack_lo = stack_hi = 0;
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Heap profiling (HAKMEM_PROF, src/prof.c, docs/PROFILING.md), read back with
+# google-pprof: three functions holding 60/30/10 % of the live bytes are
+# each found within 5 points, and the unsampled total within bounds of the
+# true one; the leak report lists only what is still live; profiles on
+# hakmem_prof_dump, on HAKMEM_PROF_SIGNAL and at peaks; a fork child writes
+# its own set; exiting threads; exec (the same pid: no file overwritten); a
+# threaded C++ program's top entries name its functions; children whose
+# frame chain is corrupted survive every allocation being sampled, with
+# libunwind and with frame pointers; the model and thread tests of the
+# debug build pass with most allocations sampled; the launcher's
+# --heap-profile; nothing is written with profiling off.
+set -euo pipefail
+. tests/cases/core_lib.sh
+command -v google-pprof >/dev/null || skip "google-pprof not installed (package google-perftools)"
+P=$T/prof-test-release
+need "$P" "$T/prof-cxx-so" "$SO" "$B/hakmem" "$T/test-model-debug" "$T/test-threads-debug"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# text PROGRAM PROFILE [OPTION...]: google-pprof --text, the listing only
+text() { google-pprof --text "${@:3}" "$1" "$2" 2>/dev/null; }
+# pct LISTING NAME: NAME's flat share in percent
+pct() { awk -v n="$2" '$6 == n { sub("%", "", $2); print $2; exit }' <<<"$1"; }
+# within VALUE LOW HIGH
+within() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v != "" && v >= lo && v <= hi) }'; }
+one() { local f; f=$(ls $1 2>/dev/null | awk 'NR == 1'); [[ -n $f ]] || die "no file $1"; echo "$f"; }
+
+echo "== 60/30/10 % of the live bytes (HAKMEM_PROF_RATE=32K: about 5,000 samples)"
+out=$(HAKMEM_PROF=1 HAKMEM_PROF_RATE=32K HAKMEM_PROF_PREFIX=$tmp/split "$P" split)
+echo "$out"
+l=$(text "$P" "$(one "$tmp/split.*.0.heap")")
+awk 'NR <= 5' <<<"$l"
+for f in alloc_sixty:60 alloc_thirty:30 alloc_ten:10; do
+  v=$(pct "$l" "${f%:*}")
+  within "$v" $((${f#*:} - 5)) $((${f#*:} + 5)) && echo "ok   ${f%:*} ${v} % (${f#*:} expected)" ||
+    bad "${f%:*}: ${v:-none} %, expected ${f#*:} +- 5"
+done
+true_mb=$(awk '{ print ($4 + $6 + $8) / 1048576 }' <<<"$out")
+est_mb=$(awk '/^Total:/ { print $2; exit }' <<<"$l")
+# the estimate counts blocks in their classes' sizes (up to 20 % more than asked)
+within "$est_mb" "$(awk -v t="$true_mb" 'BEGIN { print t * 0.9 }')" "$(awk -v t="$true_mb" 'BEGIN { print t * 1.3 }')" &&
+  echo "ok   unsampled total $est_mb MB for $true_mb MB live" || bad "unsampled total $est_mb MB for $true_mb MB live"
+
+echo "== the same at the default rate (512K)"
+HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/split512 "$P" split >/dev/null
+l=$(text "$P" "$(one "$tmp/split512.*.0.heap")")
+for f in alloc_sixty:60 alloc_thirty:30 alloc_ten:10; do
+  v=$(pct "$l" "${f%:*}")
+  within "$v" $((${f#*:} - 10)) $((${f#*:} + 10)) && echo "ok   ${f%:*} ${v} %" || bad "${f%:*}: ${v:-none} % at 512K"
+done
+
+echo "== the leak report: the live stacks only"
+HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/leaks "$P" leaks
+l=$(text "$P" "$(one "$tmp/leaks.*.leaks.heap")")
+grep -qw leaky <<<"$l" && ! grep -qw tidy <<<"$l" && echo "ok   leaks: leaky, not tidy" || bad "leak report: $l"
+l=$(text "$P" "$(one "$tmp/leaks.*.0.heap")" --alloc_space)
+grep -qw tidy <<<"$l" && echo "ok   allocated: tidy too" || bad "allocated space lacks tidy: $l"
+
+echo "== hakmem_prof_dump(PATH), then HAKMEM_PROF_SIGNAL=12 (SIGUSR2), then exit"
+HAKMEM_PROF=1 HAKMEM_PROF_SIGNAL=12 HAKMEM_PROF_PREFIX=$tmp/d "$P" dump "$tmp/explicit.heap"
+[[ -s $tmp/explicit.heap ]] && grep -qw dump_keep <<<"$(text "$P" "$tmp/explicit.heap")" && echo "ok   explicit.heap" ||
+  bad "hakmem_prof_dump wrote no profile naming dump_keep"
+n=$(ls "$tmp"/d.*.[0-9].heap 2>/dev/null | wc -l)
+((n == 2)) && echo "ok   signal and exit: $n profiles" || bad "$n numbered profiles, expected 2 (signal, exit)"
+
+echo "== HAKMEM_PROF_PEAK=1: a profile at each new peak"
+HAKMEM_PROF=1 HAKMEM_PROF_PEAK=1 HAKMEM_PROF_PREFIX=$tmp/p "$P" peak
+n=$(ls "$tmp"/p.*.[0-9]*.heap | wc -l)
+((n >= 4)) && echo "ok   $n profiles" || bad "$n profiles while growing to 40 MB with HAKMEM_PROF_PEAK=1"
+
+echo "== fork: the child writes its own set"
+out=$(HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/f "$P" fork)
+cpid=$(awk '/^child/ { print $2 }' <<<"$out"); ppid=$(awk '/^parent/ { print $2 }' <<<"$out")
+lc=$(text "$P" "$(one "$tmp/f.$cpid.0.heap")"); lp=$(text "$P" "$(one "$tmp/f.$ppid.0.heap")")
+[[ -e $tmp/f.$cpid.leaks.heap && -e $tmp/f.$ppid.leaks.heap ]] || bad "a leak report is missing"
+grep -qw child_keep <<<"$lc" && grep -qw parent_keep <<<"$lc" && echo "ok   child: child_keep and the parent's" ||
+  bad "child's profile: $lc"
+grep -qw parent_keep <<<"$lp" && ! grep -qw child_keep <<<"$lp" && echo "ok   parent: parent_keep only" ||
+  bad "parent's profile: $lp"
+
+echo "== threads that exit holding memory"
+HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/t "$P" threads
+l=$(text "$P" "$(one "$tmp/t.*.0.heap")")
+grep -qw thread_keep <<<"$l" && grep -qw main_keep <<<"$l" && echo "ok   thread_keep, main_keep" || bad "threads: $l"
+
+echo "== exec: the new image numbers on, the old profile stays"
+HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/e "$P" exec
+l0=$(text "$P" "$(one "$tmp/e.*.0.heap")"); l1=$(text "$P" "$(one "$tmp/e.*.1.heap")")
+grep -qw before_exec <<<"$l0" && ! grep -qw after_exec <<<"$l0" && grep -qw after_exec <<<"$l1" &&
+  echo "ok   .0 before exec, .1 after" || bad "exec: .0: $l0 / .1: $l1"
+
+echo "== --svg (a call graph) and --collapsed (flame graphs) read the same profile"
+f=$(one "$tmp/split.*.0.heap")
+if command -v dot >/dev/null; then
+  google-pprof --svg "$P" "$f" >"$tmp/g.svg" 2>/dev/null || true
+  grep -q '<svg' "$tmp/g.svg" && grep -q alloc_sixty "$tmp/g.svg" && echo "ok   --svg" || bad "google-pprof --svg drew nothing"
+else
+  echo "skip --svg: graphviz not installed"
+fi
+google-pprof --collapsed "$P" "$f" >"$tmp/g.txt" 2>/dev/null || true
+grep -qE 'main.*;alloc_sixty[^ ]* [0-9]+$' "$tmp/g.txt" && echo "ok   --collapsed" ||
+  bad "google-pprof --collapsed has no stack main;...;alloc_sixty"
+
+echo "== a threaded C++ program: its functions on top"
+HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/cxx "$T/prof-cxx-so"
+l=$(text "$T/prof-cxx-so" "$(one "$tmp/cxx.*.0.heap")" --cum)
+# (the frames above them are the threads' and std::thread's, at 100 %)
+grep -E 'build_|Total' <<<"$l"
+sum=$(awk '$6 ~ /^build_(nodes|index)/ { sub("%", "", $5); s += $5 } END { print s + 0 }' <<<"$l")
+within "$sum" 90 101 && echo "ok   build_nodes and build_index hold $sum %" ||
+  bad "C++ profile: build_nodes and build_index hold $sum % of the live bytes, expected all"
+
+echo "== a corrupted frame chain, every allocation sampled"
+for u in libunwind fp; do
+  if HAKMEM_PROF=1 HAKMEM_PROF_RATE=1 HAKMEM_PROF_UNWIND=$u HAKMEM_PROF_PREFIX=$tmp/c-$u "$P" corrupt; then
+    echo "ok   $u"
+  else
+    bad "a child with a broken frame chain failed ($u)"
+  fi
+done
+
+echo "== the allocator's own checks with profiling on (debug build: its invariants asserted)"
+# every 4 KiB sampled: blocks cut from the fast path's lists, frees set aside
+# and taken back, sampled blocks served, resized and freed as large blocks
+run "test-model with HAKMEM_PROF_RATE=4K" env HAKMEM_PROF=1 HAKMEM_PROF_RATE=4K HAKMEM_PROF_PREFIX="$tmp/m" \
+  "$T/test-model-debug" 400000 >/dev/null
+# remote frees into cut slabs, threads exiting with blocks set aside
+run "test-threads stress with HAKMEM_PROF_RATE=16K" env HAKMEM_PROF=1 HAKMEM_PROF_RATE=16K HAKMEM_PROF_PREFIX="$tmp/th" \
+  "$T/test-threads-debug" stress >/dev/null
+
+echo "== the launcher: --heap-profile=DIR"
+run "hakmem --heap-profile" "$B/hakmem" --lib="$SO" --heap-profile="$tmp/launch/sub" -- /bin/ls -R /usr/include >/dev/null
+ls "$tmp"/launch/sub/hakmem.*.leaks.heap >/dev/null 2>&1 && echo "ok   $(ls "$tmp/launch/sub" | tr '\n' ' ')" ||
+  bad "no profile in the --heap-profile directory"
+
+echo "== profiling off: no file"
+mkdir "$tmp/off"
+(cd "$tmp/off" && "$OLDPWD/$P" leaks && env LD_PRELOAD="$SO" /bin/true)
+[[ -z $(ls "$tmp/off") ]] && echo "ok   none" || bad "files written with profiling off: $(ls "$tmp/off")"
+checks_done "profiling"

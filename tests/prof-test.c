@@ -1,0 +1,212 @@
+/* Heap profiling (HAKMEM_PROF, src/prof.c): programs whose profiles
+ * tests/cases/core_prof.sh reads with google-pprof.  Each mode holds memory
+ * in functions with names of their own (noinline), so the profile can be
+ * checked by name.
+ *   split     three functions hold 60 %, 30 % and 10 % of the live bytes
+ *             (mixed sizes, some large blocks, short-lived churn between)
+ *   leaks     leaky() keeps its blocks, tidy() frees all of its own
+ *   dump PATH hakmem_prof_dump(PATH), then a signal (HAKMEM_PROF_SIGNAL)
+ *   peak      grows in steps (HAKMEM_PROF_PEAK=1)
+ *   fork      the parent holds in parent_keep(), a child in child_keep()
+ *   threads   four threads hold in thread_keep() and exit; main in main_keep()
+ *   exec      a profile, then exec of this program in mode exec2 (same pid)
+ *   corrupt   children profile allocations below a corrupted frame chain
+ *             (every allocation sampled: HAKMEM_PROF_RATE=1); each must exit 0 */
+#include "hak_test.h"
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+static void* keep[1 << 20];
+static size_t nkeep;
+static unsigned rng = 12345;
+static unsigned next_rand(void) {
+  rng = rng * 1103515245u + 12345u;
+  return rng >> 8;
+}
+/* a request size: mostly small, now and then a large block (> 128 KiB) */
+static size_t some_size(void) {
+  unsigned r = next_rand();
+  return r % 64 == 0 ? (size_t)160 * 1024 + r % 65536 : 16 + r % 3000;
+}
+static void hold(void* p, size_t n) {
+  CHECK(p != NULL);
+  memset(p, 0x5A, n);
+  keep[nkeep++] = p;
+}
+static void churn(void) {   /* short-lived blocks between the kept ones */
+  void* volatile t = t_malloc(16 + next_rand() % 500);
+  ((char*)t)[0] = 1;
+  t_free(t);
+}
+
+__attribute__((noinline)) void alloc_sixty(size_t n) { hold(t_malloc(n), n); }
+__attribute__((noinline)) void alloc_thirty(size_t n) { hold(t_malloc(n), n); }
+__attribute__((noinline)) void alloc_ten(size_t n) { hold(t_malloc(n), n); }
+
+static int mode_split(void) {
+  size_t goal = (size_t)160 << 20, got[3] = {0, 0, 0};
+  while (got[0] + got[1] + got[2] < goal) {
+    size_t n = some_size();
+    /* deal each function its share of bytes, not of calls */
+    size_t tot = got[0] + got[1] + got[2] + n;
+    if (got[0] + n <= tot * 6 / 10) alloc_sixty(n), got[0] += n;
+    else if (got[1] + n <= tot * 3 / 10) alloc_thirty(n), got[1] += n;
+    else alloc_ten(n), got[2] += n;
+    churn();
+  }
+  printf("live bytes: sixty %zu thirty %zu ten %zu\n", got[0], got[1], got[2]);
+  return 0;
+}
+
+__attribute__((noinline)) void leaky(size_t n) { hold(t_malloc(n), n); }
+__attribute__((noinline)) void* tidy(size_t n) {
+  void* p = t_malloc(n);
+  __asm__ volatile("" : : "r"(p) : "memory");   /* (no tail call: tidy's frame stays in the stack) */
+  return p;
+}
+static int mode_leaks(void) {
+  for (int i = 0; i < 20000; i++) {
+    leaky(1000);
+    void* p = tidy(1000);
+    t_free(p);
+  }
+  return 0;
+}
+
+__attribute__((noinline)) void dump_keep(size_t n) { hold(t_malloc(n), n); }
+static int mode_dump(const char* path) {
+  for (int i = 0; i < 8000; i++) dump_keep(1024);
+  CHECKF(hakmem_prof_dump(path) == 0, "hakmem_prof_dump(%s): %s", path, strerror(errno));
+  raise(SIGUSR2);   /* HAKMEM_PROF_SIGNAL=12: the next numbered profile */
+  return 0;
+}
+
+__attribute__((noinline)) void peak_keep(size_t n) { hold(t_malloc(n), n); }
+static int mode_peak(void) {
+  for (int i = 0; i < 40000; i++) peak_keep(1024);
+  return 0;
+}
+
+__attribute__((noinline)) void parent_keep(size_t n) { hold(t_malloc(n), n); }
+__attribute__((noinline)) void child_keep(size_t n) { hold(t_malloc(n), n); }
+static int mode_fork(void) {
+  for (int i = 0; i < 16000; i++) parent_keep(1024);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    for (int i = 0; i < 16000; i++) child_keep(1024);
+    printf("child %d\n", (int)getpid());
+    exit(0);   /* an ordinary exit: the child writes its own profile */
+  }
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  printf("parent %d\n", (int)getpid());
+  return 0;
+}
+
+__attribute__((noinline)) void thread_keep(void** slot, size_t n) {
+  *slot = t_malloc(n);
+  memset(*slot, 1, n);
+}
+__attribute__((noinline)) void main_keep(size_t n) { hold(t_malloc(n), n); }
+static void* thread_main(void* arg) {
+  void** slots = arg;
+  for (int i = 0; i < 8000; i++) {
+    thread_keep(&slots[i], 1024);
+    churn();
+  }
+  return NULL;
+}
+static int mode_threads(void) {
+  static void* slots[4][8000];
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) CHECK(pthread_create(&t[i], NULL, thread_main, slots[i]) == 0);
+  for (int i = 0; i < 4; i++) CHECK(pthread_join(t[i], NULL) == 0);
+  for (int i = 0; i < 8000; i++) main_keep(1024);
+  /* the exited threads' blocks are freed from here: half of them */
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 8000; j += 2) t_free(slots[i][j]);
+  return 0;
+}
+
+__attribute__((noinline)) void before_exec(size_t n) { hold(t_malloc(n), n); }
+__attribute__((noinline)) void after_exec(size_t n) { hold(t_malloc(n), n); }
+static int mode_exec(const char* self) {
+  for (int i = 0; i < 8000; i++) before_exec(1024);
+  CHECK(hakmem_prof_dump(NULL) == 0);
+  execl(self, self, "exec2", (char*)NULL);
+  perror("execl");
+  return 1;
+}
+static int mode_exec2(void) {
+  for (int i = 0; i < 8000; i++) after_exec(1024);
+  return 0;
+}
+
+/* A frame whose saved frame pointer and return address are overwritten, and
+ * allocations below it; the child never returns through it. */
+static volatile uintptr_t bad_fp, bad_ra;
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static void broken_frame(void) {
+  uintptr_t* fp = __builtin_frame_address(0);
+  fp[0] = bad_fp;
+  fp[1] = bad_ra;
+  for (int i = 0; i < 3000; i++) {
+    void* volatile p = t_malloc(16 + (size_t)i % 5000);
+    if (i % 2) t_free(p);
+  }
+  _exit(hakmem_prof_dump(NULL) == 0 ? 0 : 3);
+}
+__attribute__((noinline)) static void above_broken(void) {
+  broken_frame();
+  __asm__ volatile("");
+}
+static int mode_corrupt(void) {
+  void* gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(gone != MAP_FAILED);
+  munmap(gone, 4096);
+  uintptr_t cases[][2] = {
+      {0xdead0000beefULL, 0x1234},                              /* garbage */
+      {(uintptr_t)gone, (uintptr_t)&mode_corrupt + 16},         /* a real return address, the frame unmapped */
+      {(uintptr_t)gone + 8, 0},                                 /* no return address */
+      {(uintptr_t)&bad_fp, (uintptr_t)&above_broken + 4},       /* a frame in static data */
+      {1, (uintptr_t)gone},                                     /* a return into unmapped memory */
+      {(uintptr_t)gone, (uintptr_t)&broken_frame + 24},         /* a frame-pointer function: CFA from an unmapped frame */
+      {(uintptr_t)__builtin_frame_address(0) - 64, (uintptr_t)&broken_frame + 24},   /* a frame below, a cycle */
+  };
+  int fails = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      bad_fp = cases[c][0];
+      bad_ra = cases[c][1];
+      above_broken();
+      _exit(4);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    printf("broken frame %zu: %s %d%s\n", c, WIFEXITED(st) ? "exit" : "signal",
+           WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), ok ? "" : "  FAILED");
+    fails += !ok;
+  }
+  return fails != 0;
+}
+
+int main(int argc, char** argv) {
+  const char* m = argc > 1 ? argv[1] : "";
+  if (!strcmp(m, "split")) return mode_split();
+  if (!strcmp(m, "leaks")) return mode_leaks();
+  if (!strcmp(m, "dump") && argc > 2) return mode_dump(argv[2]);
+  if (!strcmp(m, "peak")) return mode_peak();
+  if (!strcmp(m, "fork")) return mode_fork();
+  if (!strcmp(m, "threads")) return mode_threads();
+  if (!strcmp(m, "exec")) return mode_exec(argv[0]);
+  if (!strcmp(m, "exec2")) return mode_exec2();
+  if (!strcmp(m, "corrupt")) return mode_corrupt();
+  fprintf(stderr, "usage: %s split|leaks|dump PATH|peak|fork|threads|exec|corrupt\n", argv[0]);
+  return 2;
+}
