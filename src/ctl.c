@@ -96,6 +96,43 @@ static int get_option(const ctl_t* c, size_t i, void* out) {
   return 0;
 }
 
+/* the profiler (prof.c) and the memory limit (limit.c) */
+static int get_prof_active(const ctl_t* c, size_t i, void* out) {
+  (void)c, (void)i;
+  *(bool*)out = _hak_prof_active();
+  return 0;
+}
+static int set_prof_active(const ctl_t* c, size_t i, const void* in) {
+  (void)c, (void)i;
+  _hak_prof_set_active(*(const bool*)in);
+  return 0;
+}
+static int get_prof_rate(const ctl_t* c, size_t i, void* out) {
+  (void)c, (void)i;
+  *(size_t*)out = _hak_prof_rate();
+  return 0;
+}
+static int set_prof_rate(const ctl_t* c, size_t i, const void* in) {
+  (void)c, (void)i;
+  if (*(const size_t*)in == 0) return EINVAL;
+  _hak_prof_set_rate(*(const size_t*)in);
+  return 0;
+}
+static int set_prof_dump(const ctl_t* c, size_t i, const void* in) {   /* a path, or NULL: the next default file */
+  (void)c, (void)i;
+  return _hak_prof_dump(*(const char* const*)in) == 0 ? 0 : errno ? errno : EIO;
+}
+static int get_limit(const ctl_t* c, size_t i, void* out) {
+  (void)c, (void)i;
+  *(size_t*)out = _hak_limit;
+  return 0;
+}
+static int get_limit_releases(const ctl_t* c, size_t i, void* out) {
+  (void)c, (void)i;
+  *(uint64_t*)out = _hak_limit_releases();
+  return 0;
+}
+
 #define FIG(name, field) {name, CTL_SIZE, get_figure, NULL, offsetof(hak_figures_t, field), false}
 #define FIG_U64(name, field) {name, CTL_U64, get_figure, NULL, offsetof(hak_figures_t, field), false}
 #define CLS(name, field) {"stats.class.#." name, CTL_SIZE, get_class, NULL, offsetof(hak_class_figures_t, field), false}
@@ -104,6 +141,11 @@ static const ctl_t ctl_table[] = {
     {"epoch", CTL_U64, get_epoch, set_epoch, 0, true},
     {"class.count", CTL_SIZE, get_nclasses, NULL, 0, false},
     {"opt.*", CTL_SIZE, get_option, NULL, 0, false},
+    {"prof.active", CTL_BOOL, get_prof_active, set_prof_active, 0, false},
+    {"prof.rate", CTL_SIZE, get_prof_rate, set_prof_rate, 0, false},
+    {"prof.dump", CTL_STR, NULL, set_prof_dump, 0, false},
+    {"limit.bytes", CTL_SIZE, get_limit, NULL, 0, false},
+    {"limit.releases", CTL_U64, get_limit_releases, NULL, 0, false},
     FIG("stats.allocated", allocated),
     FIG("stats.active", active),
     FIG("stats.metadata", metadata),

@@ -73,6 +73,22 @@ static void test_names(void) {
   CHECKF(nclass >= 32 && nclass <= 256 && fig(name) == 128 * 1024, "class.count %zu, the last class %zu B", nclass, fig(name));
   size_t x = 0;
   len = sizeof x;
+  /* the profiler's and the limit's names */
+  bool on = true;
+  size_t blen = sizeof on;
+  CHECK(t_ctl("prof.active", &on, &blen, NULL, 0) == 0 && !on);   /* HAKMEM_PROF unset */
+  size_t rate = 0, rlen = sizeof rate, r2 = 1 << 20;
+  CHECK(t_ctl("prof.rate", &rate, &rlen, NULL, 0) == 0 && rate == 512 * 1024);
+  CHECK(t_ctl("prof.rate", NULL, NULL, &r2, sizeof r2) == 0 && fig("prof.rate") == (1u << 20));
+  r2 = 0;
+  CHECK(t_ctl("prof.rate", NULL, NULL, &r2, sizeof r2) == EINVAL);
+  r2 = rate;
+  CHECK(t_ctl("prof.rate", NULL, NULL, &r2, sizeof r2) == 0);
+  const char* dump = "/nonexistent/x.heap";
+  CHECK(t_ctl("prof.dump", NULL, NULL, &dump, sizeof dump) == EINVAL);   /* never started */
+  CHECK(t_ctl("prof.dump", &x, &len, NULL, 0) == EPERM);                 /* write-only */
+  CHECK(t_ctl("limit.bytes", &x, &len, NULL, 0) == 0);
+  CHECK(t_ctl("limit.bytes", NULL, NULL, &x, sizeof x) == EPERM);
   CHECK(t_ctl("stats.no_such_figure", &x, &len, NULL, 0) == ENOENT);
   CHECK(t_ctl("stats.allocatedx", &x, &len, NULL, 0) == ENOENT);
   CHECK(t_ctl("stats", &x, &len, NULL, 0) == ENOENT);
