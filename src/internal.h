@@ -691,6 +691,7 @@ void* _hak_os_remap(void* old, size_t old_size, size_t new_size, int flags, void
 bool  _hak_os_protect(void* p, size_t size, int prot);
 bool  _hak_os_resident(void* p, size_t size, unsigned char* vec);
 size_t _hak_os_rss_bytes(void);
+bool _hak_os_read_small(const char* path, char* buf, size_t n);
 int   _hak_os_memfd(void);
 bool  _hak_os_map_file_at(void* addr, size_t size, int fd, uint64_t off);
 void* _hak_os_map_file(size_t size, int fd, uint64_t off);

@@ -24,23 +24,10 @@
  * (release.c): MADV_FREE's pages stay in the group's count until reclaim.
  * Live blocks are the program's: a limit below them is not kept. */
 #include "internal.h"
-#include <fcntl.h>
-#include <unistd.h>
 
 size_t _hak_limit;   /* bytes; 0: none */
 _Atomic(uint64_t) _hak_limit_epoch;
 static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Read a small file into buf (NUL-terminated) without allocating. */
-static bool read_small(const char* path, char* buf, size_t n) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t r = read(fd, buf, n - 1);
-  close(fd);
-  if (r <= 0) return false;
-  buf[r] = 0;
-  return true;
-}
 
 static size_t parse_limit(const char* s) {   /* "max" or a byte count */
   if (s[0] < '0' || s[0] > '9') return 0;
@@ -54,7 +41,7 @@ static size_t parse_limit(const char* s) {   /* "max" or a byte count */
  * else cgroup v1's memory controller line "N:...memory...:PATH". */
 static size_t cgroup_limit(void) {
   char cg[2048], path[1200], val[64];
-  if (!read_small("/proc/self/cgroup", cg, sizeof cg)) return 0;
+  if (!_hak_os_read_small("/proc/self/cgroup", cg, sizeof cg)) return 0;
   for (char* line = cg; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
     char* c1 = strchr(line, ':');
     char* c2 = c1 ? strchr(c1 + 1, ':') : NULL;
@@ -68,7 +55,7 @@ static size_t cgroup_limit(void) {
     if (!v1 && !v2) continue;
     _hak_snprintf(path, sizeof path, v2 ? "/sys/fs/cgroup%.*s/memory.max" : "/sys/fs/cgroup/memory%.*s/memory.limit_in_bytes",
                   (int)plen, c2 + 1);
-    if (read_small(path, val, sizeof val)) {
+    if (_hak_os_read_small(path, val, sizeof val)) {
       size_t lim = parse_limit(val);
       if (lim) return lim;
     }

@@ -198,13 +198,10 @@ static bool mesh_ready(void) {
    * running out of mappings in the middle of a remap cannot be undone, so
    * meshing stays well below the kernel's limit */
   mesh_max = MESH_MAX;
-  int fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    char buf[32];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
+  char buf[32];
+  if (_hak_os_read_small("/proc/sys/vm/max_map_count", buf, sizeof buf)) {
     size_t lim = 0;
-    for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++) lim = lim * 10 + (size_t)(buf[i] - '0');
+    for (size_t i = 0; buf[i] >= '0' && buf[i] <= '9'; i++) lim = lim * 10 + (size_t)(buf[i] - '0');
     if (lim != 0 && lim / 4 < mesh_max) mesh_max = lim / 4;
   }
   return mesh_fd >= 0;

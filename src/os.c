@@ -158,15 +158,22 @@ bool _hak_os_punch(int fd, uint64_t off, size_t size) {
  * dropped (MADV_DONTNEED) and nobody touched since is not. */
 bool _hak_os_resident(void* p, size_t size, unsigned char* vec) { return mincore(p, size, vec) == 0; }
 
-/* Current RSS from /proc/self/statm (read with raw syscalls: no stdio). */
-size_t _hak_os_rss_bytes(void) {
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[128];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
+/* A small file (a /proc or /sys figure) into buf, NUL-terminated: raw
+ * syscalls, no stdio, no allocation.  False when unreadable or empty. */
+bool _hak_os_read_small(const char* path, char* buf, size_t n) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t r = read(fd, buf, n - 1);
   close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
+  if (r <= 0) return false;
+  buf[r] = 0;
+  return true;
+}
+
+/* Current RSS from /proc/self/statm. */
+size_t _hak_os_rss_bytes(void) {
+  char buf[128];
+  if (!_hak_os_read_small("/proc/self/statm", buf, sizeof buf)) return 0;
   const char* s = buf;
   while (*s && *s != ' ') s++;
   size_t pages = 0;

@@ -37,8 +37,6 @@
  * slabs filled it, MADV_COLLAPSE, was tried: it added RSS on churn and
  * churn_small and no clear speed.) */
 #include "internal.h"
-#include <fcntl.h>
-#include <unistd.h>
 
 enum { THP_HALF = HAK_SEG_SIZE / 2, THP_PAGE = 2u << 20 };
 
@@ -50,16 +48,9 @@ static bool thp_system_always(void) {
   int v = __atomic_load_n(&thp_sys_always, __ATOMIC_RELAXED);
   if (v >= 0) return v;
   v = 0;
-  int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    char buf[64];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n > 0) {
-      buf[n] = 0;
-      v = strstr(buf, "[always]") != NULL;
-    }
-  }
+  char buf[64];
+  if (_hak_os_read_small("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf))
+    v = strstr(buf, "[always]") != NULL;
   __atomic_store_n(&thp_sys_always, v, __ATOMIC_RELAXED);
   return v;
 }
