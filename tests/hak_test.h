@@ -284,16 +284,22 @@ static inline size_t ht_rss(void) {
   return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Transparent huge pages resident in this process, in KiB
- * (/proc/self/smaps_rollup AnonHugePages; 0 when unreadable). */
-static inline size_t __attribute__((unused)) ht_anon_huge_kb(void) {
-  FILE* f = fopen("/proc/self/smaps_rollup", "r");
+/* A "Key: N kB" line of a /proc file, in KiB (0 when unreadable); fmt is
+ * the line's sscanf format, e.g. "VmHWM: %zu". */
+static inline size_t __attribute__((unused)) ht_proc_kb(const char* path, const char* fmt) {
+  FILE* f = fopen(path, "r");
   char line[256];
   size_t kb = 0;
   while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "AnonHugePages: %zu", &kb) == 1) break;
+    if (sscanf(line, fmt, &kb) == 1) break;
   if (f) fclose(f);
   return kb;
+}
+
+/* Transparent huge pages resident in this process, in KiB
+ * (/proc/self/smaps_rollup AnonHugePages). */
+static inline size_t __attribute__((unused)) ht_anon_huge_kb(void) {
+  return ht_proc_kb("/proc/self/smaps_rollup", "AnonHugePages: %zu");
 }
 
 /* Hide a value from the optimiser (sizes that would trigger compile-time

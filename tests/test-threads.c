@@ -771,21 +771,12 @@ static void* phases_thread(void* arg) {
   free(kept);
   return NULL;
 }
-static size_t peak_rss_kb(void) {
-  FILE* f = fopen("/proc/self/status", "r");
-  char line[256];
-  size_t kb = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmHWM: %zu", &kb) == 1) break;
-  if (f) fclose(f);
-  return kb;
-}
 static int run_phases(int keep) {
   phases_keep = keep;
   pthread_t th[4];
   for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, phases_thread, (void*)(uintptr_t)(i + 1));
   for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
-  size_t peak = peak_rss_kb(), bound = (size_t)ht_env_u64("HT_PEAK_MB", 0) << 10;
+  size_t peak = ht_proc_kb("/proc/self/status", "VmHWM: %zu"), bound = (size_t)ht_env_u64("HT_PEAK_MB", 0) << 10;
   printf("phases (keep %d): peak RSS %zu KiB%s\n", keep, peak, bound ? "" : " (no bound)");
   if (bound) CHECKF(peak <= bound, "peak RSS %zu KiB, over %zu KiB", peak, bound);
   return 0;
