@@ -204,8 +204,10 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
       seg = g;
     }
     if (seg == NULL) {
-      _hak_limit_grow(need);   /* a parked mapping is decommitted, a new one empty */
       seg = _hak_batch_take(need);
+      /* a parked mapping is decommitted: its pages come back as it is used
+       * (a fresh mapping is checked in _hak_segment_alloc) */
+      if (seg != NULL) _hak_limit_grow(need);
     }
   }
   if (seg == NULL) {
