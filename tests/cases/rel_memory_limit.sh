@@ -3,11 +3,11 @@
 # together (test-threads phases: 78 MB live at the end of each phase, every
 # block freed before the next band) peak at about 184 MB in hakmem without a
 # limit, 85 MB in glibc.
-# - HAKMEM_MEMORY_LIMIT=160M: the peak RSS stays under 160 MiB (asserted).
+# - HAKMEM_MEMORY_LIMIT=160M and 128M: the peak RSS stays under the limit,
+#   and at 128M the stats report releases (asserted).
 # - Inside a cgroup memory group of 160 MiB (v1 here; v2 where the memory
 #   controller is there), with no setting: the library reads the group's
-#   limit (its stats say so, and that it gave memory back), and where glibc
-#   finishes hakmem finishes.  Skipped (77) for a non-root user or without a
+#   limit (its stats say so), and where glibc finishes hakmem finishes.  Skipped (77) for a non-root user or without a
 #   writable memory controller.
 # serial: peak RSS bounds, and a memory cgroup of its own
 set -euo pipefail
