@@ -53,8 +53,14 @@ static size_t cgroup_limit(void) {
     bool v1 = false;
     for (char* k = c1 + 1; k + 6 <= c2 && !v1; k++) v1 = memcmp(k, "memory", 6) == 0;
     if (!v1 && !v2) continue;
-    _hak_snprintf(path, sizeof path, v2 ? "/sys/fs/cgroup%.*s/memory.max" : "/sys/fs/cgroup/memory%.*s/memory.limit_in_bytes",
-                  (int)plen, c2 + 1);
+    /* by hand, not snprintf: printf's code is 100 KiB of libc text that a
+     * process which never prints would otherwise fault in at start-up */
+    const char* pre = v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory";
+    const char* suf = v2 ? "/memory.max" : "/memory.limit_in_bytes";
+    size_t n = strlen(pre);
+    memcpy(path, pre, n);
+    memcpy(path + n, c2 + 1, plen);
+    memcpy(path + n + plen, suf, strlen(suf) + 1);
     if (_hak_os_read_small(path, val, sizeof val)) {
       size_t lim = parse_limit(val);
       if (lim) return lim;
