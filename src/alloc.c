@@ -1,6 +1,6 @@
 /* The public entry points (hak_*): the inline malloc and free fast paths and
  * the calls built on them.  A fast path touches only the thread's heap and
- * the block's slab; every miss goes to the out-of-line paths in heap.c. */
+ * the block's slab; every miss goes to the out-of-line paths in refill.c and free.c. */
 #include "internal.h"
 #include <errno.h>
 #include <unistd.h>

@@ -1,7 +1,9 @@
 /* hakmem internal types and inline helpers shared by every tier.
  * All structs live here (one place to see the memory layout); the tiers are
- * the .c files: segment.c (SuperSlabs), heap.c (per-thread heaps and slabs),
- * large.c, alloc.c (public entry points), os.c, options.c, stats.c, init.c. */
+ * the .c files (docs/DESIGN.md, "Tiers, as files"): segment.c (SuperSlabs),
+ * slab.c, remote.c, heap.c, refill.c, free.c (slabs, remote frees, per-thread
+ * heaps, the malloc and free slow paths), large.c, alloc.c (public entry
+ * points), os.c, options.c, stats.c, init.c. */
 #ifndef HAK_INTERNAL_H
 #define HAK_INTERNAL_H
 #ifndef _GNU_SOURCE
@@ -233,7 +235,7 @@ typedef struct hak_segment_s {
   uint64_t site_clock;               /* site clock at allocation */
   /* small segments: slabs (bit = index of the head page) that got their
    * first remote free since their owner last collected them; set by the
-   * freeing thread, taken by the owner (heap.c, heap_collect_remote) */
+   * freeing thread, taken by the owner (remote.c, heap_collect_remote) */
   _Atomic(uint64_t) xremote;
   uint8_t abandoned;                 /* on the abandoned list (pool lock) */
   uint8_t in_pool;                   /* on the pool's list of segments with free pages */
@@ -313,7 +315,7 @@ typedef struct hak_heap_s {
   hak_heap_cls_t cls[HAK_NCLASSES];
   hak_slab_t* tail[HAK_NCLASSES];    /* last slab of each class's list (NULL when cur is empty) */
   hak_slab_t* borrow[HAK_NCLASSES];  /* per class: the larger class's slab it last borrowed a block
-                                      * from (heap.c, heap_borrow; checked before each use) */
+                                      * from (refill.c, heap_borrow; checked before each use) */
   uint32_t borrow_n[HAK_NCLASSES];   /* ... loans from it since the last check, and its used count then */
   uint32_t borrow_used[HAK_NCLASSES];
   hak_slab_t* full;                  /* slabs without room */
@@ -367,26 +369,30 @@ void _hak_message(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 hak_noreturn void _hak_assert_fail(const char* cond, const char* file, int line);
 int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* heap.c */
-void* _hak_malloc_generic(hak_heap_t* heap, size_t size, size_t align, uintptr_t site);
-void  _hak_free_generic(void* p, const char* op);
+/* slab.c */
 void  _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s);
-void  _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op);
-void  _hak_free_remote(hak_slab_t* s, void* p, const char* op);
+void  _hak_slab_clear(hak_slab_t* s);   /* an empty slab's descriptors before its pages go back */
+/* remote.c */
+uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask);   /* pool lock held */
+extern _Atomic(uint64_t) _hak_stat_reclaimed_slabs, _hak_stat_reclaimed_pages, _hak_stat_abandon_pages, _hak_stat_adopt_pages;
+/* heap.c */
 void  _hak_heap_abandon(hak_heap_t* heap);
 hak_heap_t* _hak_heap_acquire(void);
 void  _hak_heaps_fork_prepare(void);
 void  _hak_heaps_fork_parent(void);
 void  _hak_heaps_fork_child(hak_heap_t* self);
+void  _hak_collect_heap(hak_heap_t* heap);
+void  _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg);
+/* refill.c */
+void* _hak_malloc_generic(hak_heap_t* heap, size_t size, size_t align, uintptr_t site);
+/* free.c */
+void  _hak_free_generic(void* p, const char* op);
+void  _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op);
+void  _hak_free_remote(hak_slab_t* s, void* p, const char* op);
 size_t _hak_usable_size(const void* p, const char* op);
 bool  _hak_is_live_block(const void* p);
-void  _hak_collect_heap(hak_heap_t* heap);
-uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask);   /* pool lock held */
-void  _hak_slab_clear(hak_slab_t* s);   /* an empty slab's descriptors before its pages go back */
-extern _Atomic(uint64_t) _hak_stat_reclaimed_slabs, _hak_stat_reclaimed_pages, _hak_stat_abandon_pages, _hak_stat_adopt_pages;
-void  _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg);
 
-/* heap.c, for compaction (mesh.c): the owner's list moves and releases */
+/* slab.c, for compaction (mesh.c): the owner's list moves and releases */
 bool  _hak_slab_collect(hak_slab_t* s);
 void  _hak_slab_detach(hak_heap_t* h, hak_slab_t* s);
 void  _hak_slab_attach(hak_heap_t* h, hak_slab_t* s);
@@ -472,7 +478,7 @@ void* _hak_prof_before(hak_heap_t* h, size_t cls, size_t size, bool any_class, u
 void  _hak_prof_after(hak_heap_t* h, size_t cls);
 void  _hak_prof_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
 void  _hak_prof_free_cut(hak_slab_t* s, void* p, const char* op);
-/* The owner's free into its class's cut slab s (heap.c _hak_free_remote:
+/* The owner's free into its class's cut slab s (free.c _hak_free_remote:
  * the slab failed the fast path's owner test): a carved block without the
  * free cookie waits on the heap's list for s, without an atomic, until the
  * slab's next refill.  False: anything else (prof.c reports or frees it). */
@@ -712,7 +718,7 @@ void _hak_stats_init(void);      /* after the options: keeps the report's descri
 void _hak_stats_at_exit(void);
 extern _Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES], _hak_stat_refills_dead;
 extern _Atomic(size_t) _hak_stat_slab_pages;
-extern _Atomic(uint64_t) _hak_stat_borrowed;   /* mallocs served by a larger class's sparse slab (heap.c) */
+extern _Atomic(uint64_t) _hak_stat_borrowed;   /* mallocs served by a larger class's sparse slab (refill.c) */
 extern _Atomic(uint64_t) _hak_stat_large_allocs, _hak_stat_large_frees;
 extern _Atomic(uint64_t) _hak_stat_large_bytes, _hak_stat_large_peak_bytes, _hak_stat_large_usable;
 /* A report built in a caller's buffer, without allocating (stats.c, ctl.c). */

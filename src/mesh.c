@@ -443,7 +443,7 @@ static void rebuild(hak_mesh_t* ea, const uint64_t* live) {
 bool _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* b) {
   hak_mesh_t* eb = mslab_entry(b);
   uintptr_t v = hak_load_relaxed(&b->xthread_free);
-  if (v & HAK_XF_NOTIFYING) {   /* its notifier is not done: look again later (heap.c, slab_rearm) */
+  if (v & HAK_XF_NOTIFYING) {   /* its notifier is not done: look again later (remote.c, slab_rearm) */
     atomic_fetch_or_explicit(&hak_segment_of(b)->xremote, page_bit(b), memory_order_relaxed);
     hak_store_relaxed(&h->xremote_hint, 1);
     return false;
@@ -483,7 +483,7 @@ bool _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* b) {
   return true;
 }
 
-/* A root's slab was released (heap.c slab_pages_free: by its owner, or
+/* A root's slab was released (slab.c _hak_slab_clear: by its owner, or
  * under the segment lock when abandoned): private memory again, file page
  * punched.  Roots have no aliases then (their blocks count in the root). */
 void _hak_mesh_page_freed(hak_segment_t* seg, size_t idx) {

@@ -214,7 +214,7 @@ hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size
 }
 
 /* ---------------------------------------------------------------- giving pages back */
-/* The pages of h's empty slab at idx (its descriptors cleared: heap.c) go back
+/* The pages of h's empty slab at idx (its descriptors cleared: slab.c) go back
  * to the pool (pool lock).  Returns the segment when it emptied (the caller
  * frees it after unlocking); *gone says h has no slab left in it. */
 static hak_segment_t* pool_give_locked(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n, bool* gone) {

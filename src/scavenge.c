@@ -28,7 +28,7 @@
  * Invariants: a phantom is never on a free list and never handed out; a
  * dropped page holds only phantoms (and slab space past the last block);
  * seg->drop and seg->nphantom are the owner's, cleared when the slab's pages
- * are freed (heap.c, slab_pages_free).  Not in the secure build (its blocks
+ * are freed (slab.c, _hak_slab_clear).  Not in the secure build (its blocks
  * carry fills and trailers) and not with meshing (its live maps count every
  * carved block off the free list as live). */
 #include "internal.h"
@@ -155,7 +155,7 @@ static size_t drop_clear(hak_segment_t* seg, size_t idx, unsigned npages) {
 }
 
 /* A slab with phantoms whose free list and fresh room ran out takes them
- * back (heap.c, slab_refill, which tests for phantoms): true when it has
+ * back (slab.c, slab_refill, which tests for phantoms): true when it has
  * free blocks again. */
 bool _hak_scavenge_readmit(hak_slab_t* s) {
   hak_segment_t* seg = hak_segment_of(s);
@@ -231,7 +231,7 @@ bool _hak_scavenge_verify(hak_slab_t* s) {
   return s->used == 0;
 }
 
-/* The slab's pages are freed (heap.c, slab_pages_free): its dropped pages
+/* The slab's pages are freed (slab.c, _hak_slab_clear): its dropped pages
  * are free pages like the others now. */
 void _hak_scavenge_forget(hak_slab_t* s) { drop_clear(hak_segment_of(s), hak_slab_index(s), s->npages); }
 

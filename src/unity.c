@@ -1,11 +1,17 @@
 /* The library as one translation unit, so the fast paths inline into every
- * entry point and the override aliases can name them. */
+ * entry point and the override aliases can name them.  slab.c, remote.c,
+ * heap.c, refill.c and free.c are the small-block tier split by mechanism:
+ * each calls the static helpers of those included before it, never after. */
 #include "os.c"
 #include "options.c"
 #include "segment.c"
 #include "pool.c"
 #include "thp.c"
+#include "slab.c"
+#include "remote.c"
 #include "heap.c"
+#include "refill.c"
+#include "free.c"
 #include "large.c"
 #include "bigcache.c"
 #include "release.c"

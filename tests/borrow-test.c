@@ -1,4 +1,4 @@
-/* Reuse across sizes after scattered frees (src/heap.c, heap_borrow; docs/DESIGN.md
+/* Reuse across sizes after scattered frees (src/refill.c, heap_borrow; docs/DESIGN.md
  * "Holes lent to smaller classes").  A program fills many blocks of one size,
  * frees most of them at random, then allocates blocks of a somewhat smaller
  * size (a cache refilled with other value sizes): the new blocks must go

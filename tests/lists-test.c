@@ -1,4 +1,4 @@
-/* The class lists behind the fast paths (src/heap.c, docs/DESIGN.md "The
+/* The class lists behind the fast paths (src/slab.c, src/refill.c; docs/DESIGN.md "The
  * class lists behind the fast paths").  A program that keeps many blocks,
  * frees one at random and allocates another (alloc-test's pattern: every
  * slab nearly full, frees spread over all of them) must find a free block in

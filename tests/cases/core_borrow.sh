@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reuse across sizes after scattered frees (src/heap.c, heap_borrow): a fill
+# Reuse across sizes after scattered frees (src/refill.c, heap_borrow): a fill
 # of 40-byte blocks, 70 % freed at random, then as many 28-byte blocks; the
 # new blocks go into the holes (a quarter of the new slab pages at most, at
 # least half of them lent), survivors and new blocks keep their bytes,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The class lists behind the fast paths (src/heap.c): random frees over many
+# The class lists behind the fast paths (src/slab.c, src/refill.c): random frees over many
 # nearly full slabs (alloc-test's pattern) leave nearly every malloc on the
 # fast path, because a slab that gets a block back waits at the end of its
 # class list.  Asserts the share of mallocs that took the refill path, from

@@ -1,0 +1,199 @@
+/* The free slow path and the pointer lookups: the fast path's out-of-line
+ * exits (a free into the caller's full slab, into another thread's slab),
+ * the generic free that checks every pointer (large blocks, tail pages,
+ * misuse), and the queries (usable size, live block) built on one lookup. */
+#include "internal.h"
+
+/* ---------------------------------------------------------------- free */
+
+/* Resolve the slab of p and check p is a block start; NULL (after reporting)
+ * when it is not. */
+static hak_slab_t* slab_of_checked(hak_segment_t* seg, const void* p, const char* op) {
+  size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT;
+  hak_slab_t* s = &seg->slabs[idx];
+  uintptr_t xo = hak_load_acquire(&s->xowner);
+  if (xo == HAK_OWNER_TAIL) {
+    idx -= s->head_off;
+    s = &seg->slabs[idx];
+    xo = hak_load_acquire(&s->xowner);
+  }
+  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) {
+    _hak_invalid_pointer(op, p, "not in an allocated slab");
+    return NULL;
+  }
+  /* A carved block is a block start below the slab's limit: one multiply
+   * and compare, where the limit alone costs a division (malloc_usable_size
+   * is called for every block by some programs: redis).  Which of the two
+   * failed is worked out only for the message. */
+  size_t off = (uintptr_t)p - (uintptr_t)seg - (idx << HAK_PAGE_SHIFT);
+  if (hak_unlikely(!hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))) {
+    bool start = off < hak_slab_limit(s) && hak_is_block_start(s, off);
+    _hak_invalid_pointer(op, p, start ? "block was never allocated" : "not the start of a block");
+    return NULL;
+  }
+  return s;
+}
+
+static bool list_contains(const hak_block_t* q, const hak_block_t* b, uint32_t cap) {
+  for (uint32_t n = 0; q != NULL && n <= cap; q = hak_block_next(q), n++)
+    if (q == b) return true;
+  return false;
+}
+/* In the owner's list, or in a remote list slab_collect left (tagged): only
+ * the owner unlinks from that one, so walking it under pushers is safe. */
+static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
+  uint32_t cap = hak_slab_limit(s) / s->bsize;
+  /* never-carved blocks also carry no valid cookie; carved ones do */
+  return list_contains(s->free, b, cap) ||
+         list_contains(hak_xf_list(hak_load_acquire(&s->xthread_free)), b, cap);
+}
+
+/* Owner frees into its own slab on the generic path: full slab, emptied slab,
+ * or a cookie hit that must be confirmed. */
+static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t xo) {
+  if (!HAK_SECURE && b->cookie == hak_cookie()) {   /* secure: the trailer decides, below */
+    slab_collect(s);
+    /* (a phantom keeps a stale cookie when its first words lie on a page
+     * scavenging did not give back: scavenge.c) */
+    if (slab_free_list_contains(s, b) || _hak_scavenge_is_phantom(s, b)) {
+      _hak_double_free("free", b, s->bsize);
+      return;
+    }
+  }
+  if (!hak_is_carved_block(s, (size_t)((uint8_t*)b - hak_slab_start(s)), s->carved)) {
+    _hak_invalid_pointer("free", b, "block was never allocated");
+    return;
+  }
+  if (HAK_SECURE) _hak_secure_free(s, b, "free");
+  if (xo & HAK_OWNER_FULL) slab_unfull(h, s);
+  hak_block_set_next(b, s->free);
+  if (!HAK_SECURE) b->cookie = hak_cookie();
+  s->free = b;
+  if (--s->used == 0) _hak_slab_emptied(h, s);
+}
+
+/* For the fast path's two out-of-line exits: the page index of p named the
+ * slab's first page, so p lies in its first 64 KiB; is it a block start? */
+static bool head_page_block(hak_slab_t* s, const void* p, const char* op) {
+  uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
+  if (hak_is_block_start(s, off) && off < hak_slab_limit(s)) return true;
+  _hak_invalid_pointer(op, p, "not the start of a block");
+  return false;
+}
+
+/* A free into the caller's own full slab. */
+void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op) {
+  if (head_page_block(s, p, op)) local_free(h, s, (hak_block_t*)p, HAK_OWNER_FULL);
+}
+/* A free into another thread's (or an exited thread's) slab; or, while heap
+ * profiling cuts it, into our own current slab (prof.c keeps it aside). */
+void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
+  if (hak_unlikely(hak_load_relaxed(&s->xowner) & HAK_OWNER_PROF)) {
+    if (!hak_prof_stash(s, (hak_block_t*)p)) _hak_prof_free_cut(s, p, op);
+    return;
+  }
+  if (head_page_block(s, p, op)) remote_free(s, (hak_block_t*)p);
+}
+
+void _hak_free_generic(void* p, const char* op) {
+  if (p == NULL) return;
+  if (!hak_segmap_contains(p)) {
+    hak_segment_t* hs;
+    if (_hak_huge_aligned_lookup(p, &hs)) {
+      _hak_large_free(hs, p, op);
+      return;
+    }
+    if (_hak_large_recently_freed(p)) {
+      _hak_double_free(op, p, 0);
+      return;
+    }
+    _hak_invalid_pointer(op, p, "not allocated by hakmem");
+    return;
+  }
+  hak_segment_t* seg = hak_segment_of(p);
+  if (seg->kind == HAK_SEG_LARGE) {
+    if ((uint8_t*)p != (uint8_t*)seg + seg->large_off) {
+      _hak_invalid_pointer(op, p, "not the start of a block");
+      return;
+    }
+    _hak_large_free(seg, p, op);
+    return;
+  }
+  if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) {
+    _hak_zero_free(seg, p, op);
+    return;
+  }
+  hak_slab_t* s = slab_of_checked(seg, p, op);
+  if (s == NULL) return;
+  hak_heap_t* h = hak_heap_get();
+  uintptr_t xo = hak_load_relaxed(&s->xowner);
+  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)h && h != &_hak_heap_empty && !(xo & (HAK_OWNER_MESHED | HAK_OWNER_PROF)))
+    local_free(h, s, (hak_block_t*)p, xo);
+  else remote_free(s, (hak_block_t*)p);
+}
+/* ---------------------------------------------------------------- queries */
+size_t _hak_usable_size(const void* p, const char* op) {
+  if (p == NULL) return 0;
+  if (!hak_segmap_contains(p)) {
+    hak_segment_t* hs;
+    if (_hak_huge_aligned_lookup(p, &hs)) return _hak_large_usable(hs);
+    _hak_invalid_pointer(op, p, "not allocated by hakmem");
+    return 0;
+  }
+  hak_segment_t* seg = hak_segment_of(p);
+  if (seg->kind == HAK_SEG_LARGE) {
+    if ((const uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1) {
+      _hak_invalid_pointer(op, p, seg->used_pages != 1 ? "block was freed" : "not the start of a block");
+      return 0;
+    }
+    return _hak_large_usable(seg);
+  }
+  if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) {
+    int st = _hak_zero_state(seg, p);
+    if (st != 1) _hak_invalid_pointer(op, p, st == 0 ? "block was freed" : "not the start of a block");
+    return 0;
+  }
+  hak_slab_t* s = slab_of_checked(seg, p, op);
+  if (s == NULL) return 0;
+  /* a freed block carries the free cookie (forged only with 2^-64 odds);
+   * secure: its trailer says freed */
+  const hak_block_t* b = p;
+  size_t usable;
+  int st = HAK_SECURE ? _hak_secure_state(s, p, &usable) : HAK_SEC_LIVE;
+  if (HAK_SECURE ? st != HAK_SEC_LIVE : b->cookie == hak_cookie()) {
+    if (st == HAK_SEC_BROKEN)
+      _hak_fatal("hakmem: heap overflow detected at the end of block %p (size %u): trailer overwritten, in %s()\n",
+                 p, s->bsize, op);
+    if (op[0] == 'r') _hak_double_free(op, p, s->bsize);   /* realloc of a freed block */
+    else _hak_invalid_pointer(op, p, "block was freed");
+    return 0;
+  }
+  if (!HAK_SECURE) usable = s->bsize;
+  return usable;
+}
+
+bool _hak_is_live_block(const void* p) {
+  if (p == NULL) return false;
+  if (!hak_segmap_contains(p)) {
+    hak_segment_t* hs;
+    return _hak_huge_aligned_lookup(p, &hs);
+  }
+  hak_segment_t* seg = hak_segment_of(p);
+  if (seg->kind == HAK_SEG_LARGE) return (const uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1;
+  if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) return _hak_zero_state(seg, p) == 1;
+  size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT;
+  const hak_slab_t* s = &seg->slabs[idx];
+  uintptr_t xo = hak_load_acquire(&s->xowner);
+  if (xo == HAK_OWNER_TAIL) {
+    s -= s->head_off;
+    xo = hak_load_acquire(&s->xowner);
+  }
+  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return false;
+  size_t off = (size_t)((const uint8_t*)p - hak_slab_start(s));
+  if (off >= hak_slab_limit(s) || !hak_is_block_start(s, off)) return false;
+  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)hak_heap_get() && !hak_is_carved_block(s, off, s->carved)) return false;
+  const hak_block_t* b = p;
+  size_t req;
+  if (HAK_SECURE) return _hak_secure_state((hak_slab_t*)s, p, &req) == HAK_SEC_LIVE;
+  return b->cookie != hak_cookie();
+}

@@ -1,0 +1,202 @@
+/* The malloc slow path: a class whose current slab has no free block
+ * refills it (remote frees, more carving), moves to the next slab with room,
+ * or takes a new slab's pages -- from the heap's own segments, the pool, an
+ * exited thread's slabs, a larger class's holes (lending) or a new segment.
+ * Also the entry for every request the fast path does not serve. */
+#include "internal.h"
+#include <errno.h>
+
+static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
+  if (from == PAGES_NEW) {
+    /* compaction first, paced in mesh.c and scavenge.c (one or the other) */
+    if (hak_opt(MESH)) _hak_mesh_pass(h, false);
+    else _hak_scavenge_pass(h, false);
+  }
+  size_t idx;
+  bool zero;
+  hak_segment_t* seg = _hak_pool_take(h, cls, from, &idx, &zero);
+  if (seg == NULL) return NULL;
+  slab_init(h, seg, idx, cls);
+  if (HAK_SECURE) seg->slabs[idx].sec_zero = zero;
+  return &seg->slabs[idx];
+}
+
+/* A block of a slightly larger class (up to half again the size) from a
+ * slab of this heap with room, for a class that would otherwise take new
+ * pages: after scattered frees, memory freed in one size serves the next
+ * sizes (a cache refilled with values of other sizes, a parser's next
+ * document) instead of sitting in sparse slabs while new ones are faulted
+ * in -- the reuse across sizes that coalescing gives glibc, without moving
+ * anything.  The block stays its slab's (free, usable size and the secure
+ * trailer go by the slab's class); the class asking keeps no slab of its
+ * own, so each such malloc comes here, until the holes run out and a slab
+ * of its own is made.  Only slabs carved to the end (their free blocks are
+ * holes left by frees: a growing heap's young slabs keep their room for
+ * their own class) and at most 7/8 used (a nearly full slab has too few
+ * holes to be worth the slow path) lend, and the scan resumes where
+ * the last loan was found (h->borrow[cls], trusted only while it is still
+ * this heap's slab with room). */
+#define BORROW_SCAN 8   /* slabs looked at per larger class and malloc */
+hak_inline bool borrow_ok(const hak_heap_t* h, const hak_slab_t* t) {
+  return t->free != NULL && hak_load_relaxed(&t->xowner) == (uintptr_t)h &&
+         hak_slab_bump(t, t->carved) >= hak_slab_limit(t) &&   /* holes left by frees, not fresh room */
+         (size_t)t->used * t->bsize * 8 <= ((size_t)t->npages << HAK_PAGE_SHIFT) * 7;
+}
+#define BORROW_CHECK 64   /* loans between two checks that the class grows into the holes */
+static void* heap_borrow(hak_heap_t* h, size_t cls, size_t req) {
+  uint32_t want = _hak_class_size[cls];
+  hak_slab_t* t = h->borrow[cls];
+  if (t != NULL && t->cls > cls && _hak_class_size[t->cls] <= want + want / 2 && borrow_ok(h, t)) {
+    /* Lending is for a class that grows into holes.  A class whose blocks
+     * come back as fast as they are lent (a steady malloc/free cycle) would
+     * take the refill path for every malloc, forever (3.3x the time of a
+     * malloc/free pair): when the slab's used count did not grow by half
+     * the loans since the last check, the class gets a slab of its own
+     * (the caller makes one when this returns NULL), whose fast path then
+     * serves the cycle. */
+    if (++h->borrow_n[cls] >= BORROW_CHECK) {
+      if ((int64_t)t->used - (int64_t)h->borrow_used[cls] < BORROW_CHECK / 2) {
+        h->borrow[cls] = NULL;
+        return NULL;
+      }
+      h->borrow_n[cls] = 0;
+      h->borrow_used[cls] = t->used;
+    }
+    goto lend;
+  }
+  for (size_t c2 = cls + 1; c2 < HAK_NCLASSES && _hak_class_size[c2] <= want + want / 2; c2++) {
+    /* from the last loan's slab on when it is of this class, else from the head */
+    t = h->borrow[cls] != NULL && h->borrow[cls]->cls == c2 && hak_load_relaxed(&h->borrow[cls]->xowner) == (uintptr_t)h
+            ? h->borrow[cls]->next : h->cls[c2].cur;
+    if (t == NULL) t = h->cls[c2].cur;
+    for (int k = 0; k < BORROW_SCAN && t != NULL && t != &_hak_slab_empty; k++, t = t->next)
+      if (borrow_ok(h, t)) goto lend;
+  }
+  h->borrow[cls] = NULL;
+  return NULL;
+lend:
+  if (h->borrow[cls] != t) {   /* a new lender: count from here */
+    h->borrow[cls] = t;
+    h->borrow_n[cls] = 0;
+    h->borrow_used[cls] = t->used;
+  }
+  atomic_fetch_add_explicit(&_hak_stat_borrowed, 1, memory_order_relaxed);
+  return hak_slab_pop(&h->cls[t->cls], t, t->free, req);
+}
+
+static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req, bool any_class) {
+  if (hak_unlikely(h->limit_epoch != hak_load_relaxed(&_hak_limit_epoch))) {
+    /* near the memory limit: this heap's empty slabs, the one kept per
+     * class included, and the free pages inside its sparse slabs go back
+     * (only the owner may touch them) */
+    h->limit_epoch = hak_load_relaxed(&_hak_limit_epoch);
+    _hak_collect_heap(h);
+  }
+  hak_slab_t* s = h->cls[cls].cur;
+  if (s->free == NULL) {
+    hak_counter_inc(&h->refills);
+    if ((h->refills & 63) == 0) {   /* now and then: remote frees elsewhere, the release clock */
+      if (hak_load_relaxed(&h->xremote_hint)) heap_collect_remote(h);
+      _hak_heap_release_tick(h);
+      _hak_pool_abandoned_tick(false);
+      s = h->cls[cls].cur;
+    }
+  }
+  for (;;) {
+    if (s != &_hak_slab_empty) {
+      if (slab_refill(s)) break;
+      slab_mark_full(h, s);
+      s = h->cls[cls].cur;
+      continue;
+    }
+    if (hak_load_relaxed(&h->xremote_hint)) {
+      heap_collect_remote(h);
+      s = h->cls[cls].cur;
+      if (s != &_hak_slab_empty) continue;
+    }
+    /* (a heap that found no resident free page skips the pool's walk until
+     * some heap gives pages back: a run of loans comes here per malloc) */
+    uint64_t gives = hak_load_relaxed(&_hak_pool_gives) + 1;
+    s = h->no_resident == gives ? NULL : slab_new(h, cls, PAGES_OWN);
+    if (s == NULL) {
+      /* A heap that has slabs leaves the last abandoned segment to a thread
+       * that has none (the successor of the thread that left it), unless
+       * the pool has no room at all: else the newcomer takes new pages
+       * while this heap sits on the adopted slabs' free room.  Adopting
+       * comes before other heaps' resident pages: an exited thread's slabs
+       * have room, and left alone they only drain. */
+      bool has_segs = h->members != NULL;
+      uint64_t abmask = 0;
+      hak_segment_t* ab = _hak_pool_adopt(h, has_segs ? 1 : 0, &abmask);
+      if (ab == NULL && h->no_resident != gives) {
+        s = slab_new(h, cls, PAGES_RESIDENT);
+        if (s == NULL && _hak_class_pages[cls] == 1) h->no_resident = gives;   /* (a longer run may just not fit) */
+      }
+      if (ab == NULL && s == NULL) {
+        if (any_class && hak_opt(LEND)) {   /* before new pages: a sparse slab of a larger class */
+          void* b = heap_borrow(h, cls, req);
+          if (b != NULL) return b;
+        }
+        _hak_heap_release_tick(h);
+        _hak_limit_grow((size_t)_hak_class_pages[cls] << HAK_PAGE_SHIFT);
+        s = slab_new(h, cls, PAGES_ANY);
+        if (s == NULL && has_segs) ab = _hak_pool_adopt(h, 0, &abmask);
+      }
+      if (ab != NULL) {
+        heap_adopt(h, ab, abmask);
+        s = h->cls[cls].cur;
+        continue;
+      }
+      if (s == NULL) s = slab_new(h, cls, PAGES_NEW);
+      if (s == NULL) {
+        errno = ENOMEM;
+        return NULL;
+      }
+    }
+    avail_push(h, s);
+  }
+  return hak_slab_pop(&h->cls[cls], s, s->free, req);
+}
+
+/* Smallest class whose blocks are all `align`-aligned (slabs start on 64 KiB
+ * boundaries, so a block size that is a multiple of align suffices). */
+static size_t aligned_class(size_t size, size_t align) {
+  if (size > HAK_MEDIUM_MAX || align > HAK_PAGE_SIZE) return HAK_NCLASSES;
+  for (size_t c = hak_class_of(size); c < HAK_NCLASSES; c++)
+    if ((_hak_class_size[c] & (align - 1)) == 0) return c;
+  return HAK_NCLASSES;
+}
+
+void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uintptr_t site) {
+  if (hak_unlikely(h == &_hak_heap_empty)) {
+    h = _hak_thread_init();
+    if (h == NULL) {
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  if (hak_unlikely(size > HAK_MAX_SIZE)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t cls, need = size + HAK_TRAILER;
+  if (align <= 16) {
+    if (need > HAK_MEDIUM_MAX || (HAK_SECURE && size >= _hak_secure_guard_min)) return _hak_large_alloc(size, 16, false, site);
+    cls = hak_class_of(need);
+    if (HAK_SECURE && cls == 0) cls = 1;   /* no 16-byte class (internal.h) */
+  } else {
+    cls = aligned_class(need, align);
+    if (cls == HAK_NCLASSES) return _hak_large_alloc(size, align, false, site);
+  }
+  if (hak_unlikely(hak_load_relaxed(&_hak_prof_on))) {
+    /* heap profiling (prof.c): a sampled block is served elsewhere; after
+     * a class allocation the class's current slab is cut to the bytes left
+     * before the next sample */
+    void* p = _hak_prof_before(h, cls, size, align <= 16, site);
+    if (p != NULL) return p;
+    p = heap_alloc_class(h, cls, size, align <= 16);
+    _hak_prof_after(h, cls);
+    return p;
+  }
+  return heap_alloc_class(h, cls, size, align <= 16);
+}

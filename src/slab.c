@@ -1,0 +1,349 @@
+/* Slabs and the heap's class lists: the size-class tables; one slab's life
+ * (made from pool pages, carved lazily, its remote frees collected into the
+ * owner's list, released to the pool when empty); and the lists a heap keeps
+ * per class (slabs with room, cur[cls] at the head) and of its full slabs.
+ * The files from here to free.c are the small-block tier, in the order
+ * unity.c includes them: each may call the static helpers of those before it. */
+#include "internal.h"
+
+hak_slab_t _hak_slab_empty;
+
+/* ---------------------------------------------------------------- size class tables */
+const uint32_t _hak_class_size[HAK_NCLASSES] = {
+    16, 32, 48, 64, 80, 96, 112, 128, 144, 160,
+    192, 224, 256, 272, 320, 384, 448, 512, 544, 640,
+    768, 896, 1024, 1088, 1280, 1536, 1792, 2048, 2176, 2560,
+    3072, 3584, 4096, 4352, 5120, 6144, 7168, 8192, 8704, 10240,
+    12288, 14336, 16384, 17408, 20480, 24576, 28672, 32768, 34816, 40960,
+    49152, 57344, 65536, 69632, 81920, 98304, 114688, 131072};
+/* Pages per slab: the fewest that hold at least 4 blocks and leave at most
+ * 1/16 of the slab over (a 7-page slab holds 4 blocks of 112 KiB exactly).
+ * Until 2026-11-25 a slab held at least 8 blocks, in 1, 2, 4, 8 or 16 pages:
+ * a thread that takes one 100 KiB block took a 1 MiB slab, and threads that
+ * come and go each left such slabs partly used (churn_tasks: 42 MB peak RSS
+ * against glibc's 34; now 33.5).  The secure build keeps 8 blocks: block 0
+ * of its slabs is never handed out (an underflow check needs a block below). */
+const uint8_t _hak_class_pages[HAK_NCLASSES] = {
+#if HAK_SECURE
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 4, 4, 4, 4, 4, 8, 8, 8, 8, 8, 16, 16, 16, 16, 16};
+#else
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 2, 1, 3, 2, 2, 4, 2, 5, 4, 3, 7, 4, 9, 5, 6, 7, 8};
+#endif
+const uint8_t _hak_class_small[HAK_SMALL_FAST_MAX / 16 + 1] = {
+    HAK_SECURE, HAK_SECURE, /* 0..32 (secure: no 16-byte class) */
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 11, 11, 12, 12, 13,
+    14, 14, 14, 15, 15, 15, 15, 16, 16, 16, 16, 17, 17, 17, 17, 18,
+    18, 19, 19, 19, 19, 19, 19, 20, 20, 20, 20, 20, 20, 20, 20, 21,
+    21, 21, 21, 21, 21, 21, 21, 22, 22, 22, 22, 22, 22, 22, 22};
+
+/* Above 1 KiB: the class of n by the doubling of n - 1 (from 2^10) and its
+ * sixteenth within it -- each class ends on a sixteenth. */
+const uint8_t _hak_class_mid[7 * 16] = {
+    23, 24, 24, 24, 25, 25, 25, 25, 26, 26, 26, 26, 27, 27, 27, 27,
+    28, 29, 29, 29, 30, 30, 30, 30, 31, 31, 31, 31, 32, 32, 32, 32,
+    33, 34, 34, 34, 35, 35, 35, 35, 36, 36, 36, 36, 37, 37, 37, 37,
+    38, 39, 39, 39, 40, 40, 40, 40, 41, 41, 41, 41, 42, 42, 42, 42,
+    43, 44, 44, 44, 45, 45, 45, 45, 46, 46, 46, 46, 47, 47, 47, 47,
+    48, 49, 49, 49, 50, 50, 50, 50, 51, 51, 51, 51, 52, 52, 52, 52,
+    53, 54, 54, 54, 55, 55, 55, 55, 56, 56, 56, 56, 57, 57, 57, 57};
+
+/* ---------------------------------------------------------------- slab helpers */
+hak_inline hak_segment_t* slab_segment(const hak_slab_t* s) { return hak_segment_of(s); }
+
+static void list_remove(hak_slab_t** head, hak_slab_t* s) {
+  if (s->prev) s->prev->next = s->next;
+  else *head = s->next;
+  if (s->next) s->next->prev = s->prev;
+  s->next = s->prev = NULL;
+}
+static void list_push(hak_slab_t** head, hak_slab_t* s) {
+  s->prev = NULL;
+  s->next = *head;
+  if (*head) (*head)->prev = s;
+  *head = s;
+}
+/* The avail list of a class has cur[cls] as head (empty: &_hak_slab_empty)
+ * and tail[cls] as its last slab. */
+static void avail_remove(hak_heap_t* h, hak_slab_t* s) {
+  hak_slab_t* head = h->cls[s->cls].cur == &_hak_slab_empty ? NULL : h->cls[s->cls].cur;
+  if (h->tail[s->cls] == s) h->tail[s->cls] = s->prev;
+  list_remove(&head, s);
+  h->cls[s->cls].cur = head ? head : &_hak_slab_empty;
+}
+static void avail_push(hak_heap_t* h, hak_slab_t* s) {
+  hak_slab_t* head = h->cls[s->cls].cur == &_hak_slab_empty ? NULL : h->cls[s->cls].cur;
+  if (head == NULL) h->tail[s->cls] = s;
+  list_push(&head, s);
+  h->cls[s->cls].cur = head;
+}
+static void avail_append(hak_heap_t* h, hak_slab_t* s) {
+  hak_slab_t* tail = h->tail[s->cls];
+  if (tail == NULL) {
+    avail_push(h, s);
+    return;
+  }
+  s->next = NULL;
+  s->prev = tail;
+  tail->next = s;
+  h->tail[s->cls] = s;
+}
+static void avail_clear(hak_heap_t* h, size_t cls) {
+  h->cls[cls].cur = &_hak_slab_empty;
+  h->tail[cls] = NULL;
+}
+
+/* A remote free list whose count and links disagree, or that holds more
+ * blocks than the slab has out: a block freed twice from other threads, or
+ * a link written over after a free. */
+static hak_noinline hak_noreturn void slab_list_broken(const hak_slab_t* s) {
+  _hak_fatal("hakmem: heap corruption: remote free list of slab %p is longer than its live blocks (double free from another thread?)\n", (const void*)s);
+}
+
+/* Move the remote frees into the owner's list; false when there were none,
+ * or when their first freer is still notifying (it raises the hint again).
+ * A list seen non-empty and untagged stays so until taken: only the owner
+ * empties it, and the tag is set only on an empty list.  The list's length
+ * comes with it (internal.h, HAK_XF_COUNT_SHIFT): a refill, which finds the
+ * owner's list empty, takes it whole without touching its blocks; only a
+ * slab that still has free blocks walks it, to join the two.  (Secure
+ * build: a collected block keeps its remote mark, which malloc accepts as
+ * free: hak_secure_pop_bad.) */
+static bool slab_collect(hak_slab_t* s) {
+  uintptr_t v = hak_load_relaxed(&s->xthread_free);
+  if (v == 0 || (v & HAK_XF_NOTIFYING)) return false;
+  v = atomic_exchange_explicit(&s->xthread_free, 0, memory_order_acquire);
+  hak_block_t* list = hak_xf_list(v);
+  uint32_t n = hak_xf_count(v);
+  if (hak_unlikely(n == 0 || n > s->used || list == NULL)) slab_list_broken(s);
+  if (s->free != NULL) {
+    hak_block_t* tail = list;
+    for (uint32_t i = 1; i < n; i++) {
+      tail = hak_block_next(tail);
+      if (hak_unlikely(tail == NULL)) slab_list_broken(s);
+    }
+    if (hak_unlikely(hak_block_next(tail) != NULL)) slab_list_broken(s);
+    hak_block_set_next(tail, s->free);
+  }
+  s->free = list;
+  s->used -= n;
+  return true;
+}
+
+/* Carve up to ~4 KiB (at least 4 blocks) of never-used blocks: touching the
+ * slab lazily keeps fresh memory unfaulted until it is needed. */
+static bool slab_extend(hak_slab_t* s) {
+  uint32_t limit = hak_slab_limit(s);
+  uint32_t bump = hak_slab_bump(s, s->carved);
+  if (bump >= limit) return false;
+  uint32_t bsize = s->bsize;
+  uint32_t count = 4096 / bsize;
+  if (count < 4) count = 4;
+  uint32_t left = (limit - bump) / bsize;
+  if (count > left) count = left;
+  uint8_t* p = hak_slab_start(s) + bump;
+  /* remote frees read carved to reject never-carved blocks: publish atomically */
+  __atomic_store_n(&s->carved, s->carved + count * hak_slab_step(s), __ATOMIC_RELAXED);
+  if (HAK_SECURE) {   /* random order, each block filled and marked as if freed */
+    void* v[256];   /* count <= 4096 / 16 */
+    /* (a slab on pages never used is zero already: with the zero fill, the
+     * default, it holds what a fill would write) */
+    bool fill = !s->sec_zero || _hak_secure_fill64 != 0;
+    for (uint32_t i = 0; i < count; i++) {
+      v[i] = p + (size_t)i * bsize;
+      if (fill) _hak_secure_carve_fill(v[i], bsize);
+    }
+    /* block 0 of a slab is never handed out: every block handed out has a
+     * block below whose trailer shows an underflow (secure.c check_live) */
+    uint32_t skip = bump == 0;
+    for (uint32_t i = 0; i < count - skip; i++) v[i] = v[i + skip];
+    count -= skip;
+    if (count == 0) return false;
+    _hak_secure_shuffle(v, count);
+    for (uint32_t i = 0; i < count; i++)
+      hak_block_set_next((hak_block_t*)v[i], i + 1 < count ? (hak_block_t*)v[i + 1] : s->free);
+    s->free = v[0];
+    return true;
+  }
+  hak_block_t* first = (hak_block_t*)p;
+  for (uint32_t i = 0; i + 1 < count; i++) {
+    hak_block_t* b = (hak_block_t*)(p + (size_t)i * bsize);
+    hak_block_set_next(b, (hak_block_t*)(p + (size_t)(i + 1) * bsize));
+    b->cookie = hak_cookie();
+  }
+  hak_block_t* last = (hak_block_t*)(p + (size_t)(count - 1) * bsize);
+  hak_block_set_next(last, s->free);
+  last->cookie = hak_cookie();
+  s->free = first;
+  return true;
+}
+
+#if HAK_DEBUG >= 2
+/* The owner's view of a slab agrees with itself (debug build, on the refill
+ * and release paths): every block on its free list is a carved block start
+ * of this slab, carries the free cookie, and is there once; free blocks and
+ * blocks out together are no more than the blocks carved. */
+static bool slab_is_valid(hak_slab_t* s) {
+  uintptr_t xo = hak_load_relaxed(&s->xowner);
+  if (xo & HAK_OWNER_MESHED || (__atomic_load_n(&slab_segment(s)->mesh_pages, __ATOMIC_RELAXED) >> hak_slab_index(s) & 1))
+    return true;   /* (compaction's aliases share pages: mesh.c checks its own) */
+  uint32_t carved = s->carved / hak_slab_step(s), limit = hak_slab_limit(s);
+  if (s->bsize == 0 || carved > limit / s->bsize || s->npages == 0 || hak_slab_index(s) + s->npages > HAK_PAGES_PER_SEG) return false;
+  uint32_t n = 0;
+  for (const hak_block_t* b = s->free; b != NULL; b = hak_block_next(b)) {
+    uint64_t off = (uint64_t)((const uint8_t*)b - hak_slab_start(s));
+    if ((const uint8_t*)b < hak_slab_start(s) || !hak_is_carved_block(s, off, s->carved)) return false;
+    if (!HAK_SECURE && b->cookie != hak_cookie()) return false;
+    if (++n > carved) return false;   /* a cycle, or a block twice */
+  }
+  return n + s->used <= carved;
+}
+#endif
+
+static bool slab_refill(hak_slab_t* s) {
+  if (s->free) return true;
+  slab_collect(s);
+  hak_assert_expensive(slab_is_valid(s));
+  if (s->free) return true;
+  if (slab_extend(s)) return true;
+  /* blocks on pages scavenging gave back */
+  return !HAK_SECURE && slab_segment(s)->nphantom[hak_slab_index(s)] != 0 && _hak_scavenge_readmit(s);
+}
+
+static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
+  list_push(&h->full, s);
+  atomic_store_explicit(&s->xowner, (uintptr_t)h | HAK_OWNER_FULL, memory_order_seq_cst);
+}
+/* A full slab got a block back.  It goes last in its class list: the slabs
+ * ahead of it serve first while frees gather in this one, so a slab that got
+ * one block back is not made current only to be found full again at the
+ * next malloc.  (First in the list, that ping-pong was most of larson's
+ * slow-path work; second, right behind the current slab, it still sent a
+ * third of alloc-test's mallocs and frees out of line: random frees over
+ * many nearly full slabs left each one block or two by its turn.) */
+static void slab_unfull(hak_heap_t* h, hak_slab_t* s) {
+  list_remove(&h->full, s);
+  hak_store_relaxed(&s->xowner, (uintptr_t)h);
+  avail_append(h, s);
+}
+/* Pairs with the remote side (push, then read xowner): either the remote
+ * free sees FULL and raises the hint, or we see its block here. */
+static void slab_to_full(hak_heap_t* h, hak_slab_t* s) {   /* s on no list */
+  slab_set_full(h, s);
+  /* a tagged list stays full: its notifier raises the hint (unfulling it
+   * would make the refill loop spin on it until the tag clears) */
+  uintptr_t v = atomic_load_explicit(&s->xthread_free, memory_order_seq_cst);
+  if (v != 0 && !(v & HAK_XF_NOTIFYING)) slab_unfull(h, s);
+}
+static void slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
+  avail_remove(h, s);
+  slab_to_full(h, s);
+}
+
+static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls) {
+  hak_slab_t* s = &seg->slabs[idx];
+  uint32_t bsize = _hak_class_size[cls];
+  unsigned npages = _hak_class_pages[cls];
+  s->free = NULL;
+  s->used = 0;
+  s->bsize = bsize;
+  s->recip = hak_slab_recip(bsize);
+  s->carved = 0;
+  s->cls = (uint8_t)cls;
+  s->npages = (uint8_t)npages;
+  s->head_off = 0;
+  hak_store_relaxed(&s->xthread_free, 0);
+  s->next = s->prev = NULL;
+  for (unsigned i = 1; i < npages; i++) {
+    seg->slabs[idx + i].head_off = (uint8_t)i;
+    hak_store_relaxed(&seg->slabs[idx + i].xowner, HAK_OWNER_TAIL);
+  }
+  hak_store_release(&s->xowner, (uintptr_t)h);
+}
+
+/* An empty slab's descriptors are cleared before its pages go back to the
+ * pool (compaction and scavenging forget it first). */
+void _hak_slab_clear(hak_slab_t* s) {
+  hak_segment_t* seg = slab_segment(s);
+  size_t idx = hak_slab_index(s);
+  unsigned n = s->npages;
+  hak_assert(n >= 1 && idx + n <= HAK_PAGES_PER_SEG && s->head_off == 0);   /* (mesh.c releases aliases and roots with phantoms counted in used) */
+  if (__atomic_load_n(&seg->mesh_pages, __ATOMIC_RELAXED) & ((uint64_t)1 << idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
+  if (seg->nphantom[idx] != 0) _hak_scavenge_forget(s);
+  for (unsigned i = 0; i < n; i++) {
+    hak_slab_t* t = &seg->slabs[idx + i];
+    hak_store_relaxed(&t->xowner, HAK_OWNER_UNUSED);
+    t->free = NULL;
+    t->used = t->bsize = t->carved = 0;
+    t->npages = t->head_off = t->cls = 0;
+  }
+}
+
+/* Return an empty slab's pages to the pool (the segment to the cache or the
+ * OS when it empties).  The slab is on no list.  True when it was the heap's
+ * last slab in its segment (the segment may be gone). */
+static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
+  hak_segment_t* seg = slab_segment(s);
+  for (size_t c = 0; c < s->cls; c++)   /* no loan cursor may point at it: its segment may go */
+    if (h->borrow[c] == s) h->borrow[c] = NULL;
+  if (h->prof.armed[s->cls] == s) {   /* nor the profiler's cut slab (prof.c; its blocks set aside go with it) */
+    h->prof.armed[s->cls] = NULL;
+    h->prof.stash[s->cls] = NULL;
+    h->prof.narmed--;
+  }
+  size_t idx = hak_slab_index(s);
+  unsigned n = s->npages;
+  hak_assert_expensive(slab_is_valid(s));
+  _hak_slab_clear(s);
+  return _hak_pool_give(h, seg, idx, n);
+}
+/* A slab holds no block any more.  Keep it if it is its class's only one (so
+ * a malloc/free ping-pong does not re-carve), else release it: 0 kept, 1
+ * released, 2 released and it was the heap's last slab in its segment (which
+ * may be gone). */
+static int slab_retire(hak_heap_t* h, hak_slab_t* s) {
+  if (h->cls[s->cls].cur == s && s->next == NULL) return 0;
+  if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
+  else avail_remove(h, s);
+  return slab_release(h, s) ? 2 : 1;
+}
+
+/* The last block of a slab came back (a local free).  Out of line: inlined
+ * into the free fast path, it made every free save and restore a register. */
+hak_noinline void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
+  if (hak_slab_is_empty(s) && slab_retire(h, s)) _hak_heap_release_tick(h);
+}
+/* ---------------------------------------------------------------- for compaction (mesh.c) */
+bool _hak_slab_collect(hak_slab_t* s) { return slab_collect(s); }
+
+/* Take an owned slab off its list (class list or full list). */
+void _hak_slab_detach(hak_heap_t* h, hak_slab_t* s) {
+  if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
+  else avail_remove(h, s);
+}
+
+/* Put an owned slab (on no list) back: on its class list when it has room,
+ * else on the full list. */
+void _hak_slab_attach(hak_heap_t* h, hak_slab_t* s) {
+  atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
+  s->next = s->prev = NULL;
+  if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) avail_push(h, s);
+  else slab_to_full(h, s);
+}
+
+bool _hak_slab_release(hak_heap_t* h, hak_slab_t* s) { return slab_release(h, s); }
+
+/* Every slab of class cls the heap has on a list, but its current one. */
+void _hak_heap_foreach_slab(hak_heap_t* h, size_t cls, void (*fn)(hak_slab_t*, void*), void* arg) {
+  hak_slab_t* cur = h->cls[cls].cur;
+  if (cur != &_hak_slab_empty)
+    for (hak_slab_t *s = cur->next, *next; s != NULL; s = next) {
+      next = s->next;
+      fn(s, arg);
+    }
+  for (hak_slab_t *s = h->full, *next; s != NULL; s = next) {
+    next = s->next;
+    if (s->cls == cls) fn(s, arg);
+  }
+}
