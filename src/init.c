@@ -1,12 +1,10 @@
-/* Process and thread start-up and shut-down, fork handlers, and the
- * non-allocating message/abort helpers.  Initialisation is lazy: a new
+/* Process and thread start-up and shut-down, and the fork handlers: the
+ * top of the layers (reports are in report.c).  Initialisation is lazy: a new
  * thread's heap is the static empty heap, so its first malloc misses the
  * fast path and lands here; nothing on the fast path tests for it. */
 #include "internal.h"
 #include <errno.h>
 #include <sched.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <time.h>
@@ -17,88 +15,6 @@ uintptr_t _hak_cookie_key = 0x9E3779B97F4A7C15ull;   /* replaced at init; never 
 uintptr_t _hak_list_key;
 static pthread_key_t thread_key;
 static _Atomic(int) thread_key_ok;
-
-int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int r = vsnprintf(buf, n, fmt, ap);
-  va_end(ap);
-  return r;
-}
-
-static void write_str(const char* s, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(2, s, n);
-    if (w <= 0) return;
-    s += w;
-    n -= (size_t)w;
-  }
-}
-
-/* Format into a stack buffer and write(2) it: no stdio, no allocation. */
-static void vmessage(const char* fmt, va_list ap) {
-  char buf[512];
-  int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  if (n > 0) write_str(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-}
-
-void _hak_message(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vmessage(fmt, ap);
-  va_end(ap);
-}
-
-void _hak_fatal(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vmessage(fmt, ap);
-  va_end(ap);
-  abort();
-}
-
-void _hak_list_corrupt(const void* b) {
-  _hak_fatal("hakmem: free list corrupted at block %p (write after free or overflow into a free block)\n", b);
-}
-
-void _hak_assert_fail(const char* cond, const char* file, int line) {
-  _hak_fatal("hakmem: assertion failed: %s (%s:%d)\n", cond, file, line);
-}
-
-/* Misuse: one line naming the operation, the address and the problem, then
- * abort() (HAKMEM_INVALID_FREE=warn prints and goes on, =ignore is silent). */
-void _hak_invalid_pointer(const char* op, const void* p, const char* why) {
-  long long mode = hak_opt(INVALID_FREE);
-  if (mode == HAK_INVALID_IGNORE) return;
-  if (mode == HAK_INVALID_WARN) {
-    _hak_message("hakmem: %s(): invalid pointer %p (%s)\n", op, p, why);
-    return;
-  }
-  _hak_fatal("hakmem: %s(): invalid pointer %p (%s)\n", op, p, why);
-}
-
-void _hak_size_mismatch(const char* op, const void* p, size_t given, size_t usable) {
-  long long mode = hak_opt(INVALID_FREE);
-  if (mode == HAK_INVALID_IGNORE) return;
-  if (mode == HAK_INVALID_WARN) {
-    _hak_message("hakmem: %s(): size mismatch for %p (size given %zu, block holds %zu)\n", op, p, given, usable);
-    return;
-  }
-  _hak_fatal("hakmem: %s(): size mismatch for %p (size given %zu, block holds %zu)\n", op, p, given, usable);
-}
-
-void _hak_double_free(const char* op, const void* p, size_t size) {
-  long long mode = hak_opt(INVALID_FREE);
-  if (mode == HAK_INVALID_IGNORE) return;
-  char sz[48];
-  if (size) _hak_snprintf(sz, sizeof sz, "size %zu", size);
-  else _hak_snprintf(sz, sizeof sz, "large block");
-  if (mode == HAK_INVALID_WARN) {
-    _hak_message("hakmem: double free of %p (%s) in %s()\n", p, sz, op);
-    return;
-  }
-  _hak_fatal("hakmem: double free of %p (%s) in %s()\n", p, sz, op);
-}
 
 /* ---------------------------------------------------------------- threads */
 static void thread_done(void* arg) {

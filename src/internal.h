@@ -361,6 +361,7 @@ hak_inline hak_block_t* hak_slab_pop(hak_heap_cls_t* e, hak_slab_t* s, hak_block
 void _hak_process_init(void);
 hak_heap_t* _hak_thread_init(void);
 extern _Atomic(int) _hak_initialized;
+/* report.c */
 hak_noreturn void _hak_fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void _hak_invalid_pointer(const char* op, const void* p, const char* why);
 void _hak_double_free(const char* op, const void* p, size_t size);

@@ -129,9 +129,7 @@ static bool parse_value(const opt_desc_t* d, const char* v, long long* out) {
 }
 
 static void opt_warn(const char* what, const char* entry) {
-  char buf[320];
-  int n = _hak_snprintf(buf, sizeof buf, "hakmem: warning: %s: %.200s\n", what, entry);
-  if (n > 0) (void)!write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+  _hak_message("hakmem: warning: %s: %.200s\n", what, entry);
 }
 
 /* A PATH value is copied into the pool; false when it does not fit. */

@@ -2,6 +2,7 @@
  * entry point and the override aliases can name them.  slab.c, remote.c,
  * heap.c, refill.c and free.c are the small-block tier split by mechanism:
  * each calls the static helpers of those included before it, never after. */
+#include "report.c"
 #include "os.c"
 #include "options.c"
 #include "segment.c"

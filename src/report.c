@@ -1,0 +1,84 @@
+/* Messages, misuse reports and fatal errors: the bottom of the layers, so
+ * every tier can complain without calling up into start-up code.  Nothing
+ * here allocates: a message is formatted into a stack buffer and written
+ * with write(2). */
+#include "internal.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vsnprintf(buf, n, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+static void write_str(const char* s, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(2, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= (size_t)w;
+  }
+}
+
+/* Format into a stack buffer and write(2) it: no stdio, no allocation. */
+static void vmessage(const char* fmt, va_list ap) {
+  char buf[512];
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  if (n > 0) write_str(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+void _hak_message(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(fmt, ap);
+  va_end(ap);
+}
+
+void _hak_fatal(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(fmt, ap);
+  va_end(ap);
+  abort();
+}
+
+void _hak_list_corrupt(const void* b) {
+  _hak_fatal("hakmem: free list corrupted at block %p (write after free or overflow into a free block)\n", b);
+}
+
+void _hak_assert_fail(const char* cond, const char* file, int line) {
+  _hak_fatal("hakmem: assertion failed: %s (%s:%d)\n", cond, file, line);
+}
+
+/* Misuse: one line naming the operation, the address and the problem, then
+ * abort() (HAKMEM_INVALID_FREE=warn prints and goes on, =ignore is silent). */
+static void misuse(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static void misuse(const char* fmt, ...) {
+  long long mode = hak_opt(INVALID_FREE);
+  if (mode == HAK_INVALID_IGNORE) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(fmt, ap);
+  va_end(ap);
+  if (mode != HAK_INVALID_WARN) abort();
+}
+
+void _hak_invalid_pointer(const char* op, const void* p, const char* why) {
+  misuse("hakmem: %s(): invalid pointer %p (%s)\n", op, p, why);
+}
+
+void _hak_size_mismatch(const char* op, const void* p, size_t given, size_t usable) {
+  misuse("hakmem: %s(): size mismatch for %p (size given %zu, block holds %zu)\n", op, p, given, usable);
+}
+
+void _hak_double_free(const char* op, const void* p, size_t size) {
+  char sz[48];
+  if (size) _hak_snprintf(sz, sizeof sz, "size %zu", size);
+  else _hak_snprintf(sz, sizeof sz, "large block");
+  misuse("hakmem: double free of %p (%s) in %s()\n", p, sz, op);
+}
