@@ -74,12 +74,10 @@ hak_inline void hak_free_block(void* p, const char* op) {
  * quarantine (its slab's owner may have changed since: a thread exited). */
 static void secure_free(void* p, const char* op) {
   if (hak_likely(hak_segmap_contains(p)) && hak_segment_of(p)->kind == HAK_SEG_SMALL) {
-    hak_slab_t* s = page_slab(p);
-    if (hak_load_acquire(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
-    uintptr_t xo = hak_load_acquire(&s->xowner);
-    size_t off = (uintptr_t)p - (uintptr_t)hak_slab_start(s);
-    if (xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL &&
-        hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
+    uintptr_t xo;
+    hak_slab_t* s = hak_slab_of(hak_segment_of(p), p, &xo);
+    if (s != NULL && hak_slab_carved(s, p)) {
+      size_t off = (uintptr_t)p - (uintptr_t)hak_slab_start(s);
       void* b = _hak_secure_quarantine(s, p, off, op);
       if (b != NULL) hak_free_block(b, op);
       return;
@@ -139,12 +137,9 @@ hak_api void hak_free(void* p) { hak_free_inline(p, "free"); }
 /* The request of a live small block of the secure build (its trailer). */
 static bool secure_request(hak_segment_t* seg, const void* p, size_t* req) {
   if (seg->kind != HAK_SEG_SMALL) return false;
-  hak_slab_t* s = &seg->slabs[((uintptr_t)p >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
-  if (hak_load_relaxed(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
-  uintptr_t xo = hak_load_relaxed(&s->xowner);
-  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return false;
-  if (!hak_is_carved_block(s, (uintptr_t)p - (uintptr_t)hak_slab_start(s), __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))
-    return false;
+  uintptr_t xo;
+  hak_slab_t* s = hak_slab_of(seg, p, &xo);
+  if (s == NULL || !hak_slab_carved(s, p)) return false;
   return _hak_secure_state(s, p, req) == HAK_SEC_LIVE;
 }
 #else
@@ -161,10 +156,9 @@ hak_inline void sized_check(const void* p, size_t n, bool exact, const char* op)
      * names a size of its class (large_size), not of its page */
     if (exact && seg->prof && seg->large_size <= HAK_MEDIUM_MAX) usable = seg->large_size;
   } else {
-    hak_slab_t* s = &seg->slabs[((uintptr_t)p >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
-    uintptr_t xo = hak_load_relaxed(&s->xowner);
-    if (xo == HAK_OWNER_TAIL) s -= s->head_off;
-    else if (xo == HAK_OWNER_UNUSED) return;   /* free reports */
+    uintptr_t xo;
+    hak_slab_t* s = hak_slab_of(seg, p, &xo);
+    if (s == NULL) return;   /* free reports */
     usable = s->bsize - HAK_TRAILER;
   }
   if (HAK_SECURE && exact) {
@@ -220,7 +214,8 @@ hak_inline void* aligned_impl(size_t align, size_t n) {
   return _hak_malloc_generic(hak_heap_get(), n, align, (uintptr_t)__builtin_return_address(0));
 }
 
-/* The block moves: a new one, the bytes both hold, the old one freed. */
+/* The block moves: a new one, the bytes both hold, the old one freed (the
+ * one realloc by copy, for every tier). */
 static hak_noinline void* realloc_move(void* p, size_t n, size_t usable) {
   void* q = hak_malloc_inline(n);
   if (q == NULL) return NULL;
@@ -244,8 +239,11 @@ static hak_noinline void* realloc_slow(void* p, size_t n) {
   }
   if (hak_segmap_contains(p)) {
     hak_segment_t* seg = hak_segment_of(p);
-    if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1)
-      return _hak_large_realloc(seg, p, n);
+    if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1) {
+      size_t usable = _hak_large_usable(seg);
+      void* q = _hak_large_realloc(seg, p, n);   /* NULL: it moves by copy, here */
+      return q != NULL ? q : realloc_move(p, n, usable);
+    }
   }
   size_t usable = _hak_usable_size(p, "realloc");
   /* invalid pointer, reported (warn/ignore mode); secure: usable is the

@@ -9,15 +9,9 @@
 /* Resolve the slab of p and check p is a block start; NULL (after reporting)
  * when it is not. */
 static hak_slab_t* slab_of_checked(hak_segment_t* seg, const void* p, const char* op) {
-  size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT;
-  hak_slab_t* s = &seg->slabs[idx];
-  uintptr_t xo = hak_load_acquire(&s->xowner);
-  if (xo == HAK_OWNER_TAIL) {
-    idx -= s->head_off;
-    s = &seg->slabs[idx];
-    xo = hak_load_acquire(&s->xowner);
-  }
-  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) {
+  uintptr_t xo;
+  hak_slab_t* s = hak_slab_of(seg, p, &xo);
+  if (s == NULL) {
     _hak_invalid_pointer(op, p, "not in an allocated slab");
     return NULL;
   }
@@ -25,8 +19,8 @@ static hak_slab_t* slab_of_checked(hak_segment_t* seg, const void* p, const char
    * and compare, where the limit alone costs a division (malloc_usable_size
    * is called for every block by some programs: redis).  Which of the two
    * failed is worked out only for the message. */
-  size_t off = (uintptr_t)p - (uintptr_t)seg - (idx << HAK_PAGE_SHIFT);
-  if (hak_unlikely(!hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))) {
+  if (hak_unlikely(!hak_slab_carved(s, p))) {
+    size_t off = (uintptr_t)p - (uintptr_t)hak_slab_start(s);
     bool start = off < hak_slab_limit(s) && hak_is_block_start(s, off);
     _hak_invalid_pointer(op, p, start ? "block was never allocated" : "not the start of a block");
     return NULL;
@@ -60,7 +54,7 @@ static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t x
       return;
     }
   }
-  if (!hak_is_carved_block(s, (size_t)((uint8_t*)b - hak_slab_start(s)), s->carved)) {
+  if (!hak_slab_carved(s, b)) {
     _hak_invalid_pointer("free", b, "block was never allocated");
     return;
   }
@@ -181,14 +175,9 @@ bool _hak_is_live_block(const void* p) {
   hak_segment_t* seg = hak_segment_of(p);
   if (seg->kind == HAK_SEG_LARGE) return (const uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1;
   if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) return _hak_zero_state(seg, p) == 1;
-  size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT;
-  const hak_slab_t* s = &seg->slabs[idx];
-  uintptr_t xo = hak_load_acquire(&s->xowner);
-  if (xo == HAK_OWNER_TAIL) {
-    s -= s->head_off;
-    xo = hak_load_acquire(&s->xowner);
-  }
-  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL) return false;
+  uintptr_t xo;
+  const hak_slab_t* s = hak_slab_of(seg, p, &xo);
+  if (s == NULL) return false;
   size_t off = (size_t)((const uint8_t*)p - hak_slab_start(s));
   if (off >= hak_slab_limit(s) || !hak_is_block_start(s, off)) return false;
   if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)hak_heap_get() && !hak_is_carved_block(s, off, s->carved)) return false;

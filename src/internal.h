@@ -285,6 +285,27 @@ hak_inline size_t hak_slab_index(const hak_slab_t* s) { return (size_t)(s - hak_
 hak_inline uint8_t* hak_slab_start(const hak_slab_t* s) {
   return (uint8_t*)hak_segment_of(s) + (hak_slab_index(s) << HAK_PAGE_SHIFT);
 }
+/* The slab that p, a pointer into the small segment seg, lies in: the one
+ * lookup of every path but the inline fast paths (alloc.c, which look at
+ * p's page only).  The descriptor of p's page, or of its slab's head page
+ * when p lies in a tail page of a multi-page slab; NULL when the page is in
+ * no slab.  *xo: the slab's owner word. */
+hak_inline hak_slab_t* hak_slab_of(hak_segment_t* seg, const void* p, uintptr_t* xo) {
+  hak_slab_t* s = &seg->slabs[((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT];
+  uintptr_t x = hak_load_acquire(&s->xowner);
+  if (x == HAK_OWNER_TAIL) {
+    s -= s->head_off;
+    x = hak_load_acquire(&s->xowner);
+  }
+  *xo = x;
+  return x == HAK_OWNER_UNUSED || x == HAK_OWNER_TAIL ? NULL : s;
+}
+/* p is the start of a block of s carved already (a block handed out or
+ * free, never fresh room); `carved` is read as carving publishes it, since
+ * other threads' frees ask too. */
+hak_inline bool hak_slab_carved(const hak_slab_t* s, const void* p) {
+  return hak_is_carved_block(s, (uint64_t)((const uint8_t*)p - hak_slab_start(s)), __atomic_load_n(&s->carved, __ATOMIC_RELAXED));
+}
 
 /* The segment map: one byte per 4 MiB of the 47-bit user address space says
  * "a hakmem segment starts here".  It lets free() reject foreign pointers
@@ -612,7 +633,6 @@ size_t _hak_sites_used(void);
 size_t _hak_sites_report(char* buf, size_t cap, int top);
 int  _hak_site_strategy_of(uintptr_t ra);
 void _hak_sites_fork_child(void);
-const char* _hak_strategy_name(int s);
 void _hak_unmap_large(hak_segment_t* seg);
 
 /* bigcache.c */

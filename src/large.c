@@ -367,12 +367,7 @@ static void* large_realloc(hak_segment_t* seg, void* p, size_t size) {
   size_t off = seg->large_off;
   size_t usable = _hak_large_usable(seg);
   if (HAK_SECURE || size <= HAK_MEDIUM_MAX / 2 || (seg->huge_aligned && size > seg->map_size - off)) {
-    /* becomes small (or a huge-aligned block grows): move by copy */
-    void* q = hak_malloc(size);
-    if (q == NULL) return NULL;
-    memcpy(q, p, size < usable ? size : usable);
-    hak_free(p);
-    return q;
+    return NULL;   /* becomes small (or a huge-aligned block grows): the caller copies */
   }
   size_t new_map = hak_align_up(off + size, HAK_OS_PAGE);
   if (new_map <= seg->map_size) {
@@ -437,13 +432,7 @@ static void* large_realloc(hak_segment_t* seg, void* p, size_t size) {
   /* grow the mapping in place, or move its pages to a fresh range (no copy) */
   size_t old_map = seg->map_size;
   hak_segment_t* nseg = large_grow_map(seg, new_map);
-  if (nseg == NULL) {
-    void* q = hak_malloc(size);   /* last resort: copy */
-    if (q == NULL) return NULL;
-    memcpy(q, p, usable);
-    hak_free(p);
-    return q;
-  }
+  if (nseg == NULL) return NULL;   /* last resort: the caller copies */
   nseg->large_size = size;
   if (size > nseg->large_peak) nseg->large_peak = size;
   large_account(nseg->map_size - old_map, 0);
@@ -451,8 +440,9 @@ static void* large_realloc(hak_segment_t* seg, void* p, size_t size) {
   return (uint8_t*)nseg + off;
 }
 
-/* A heap-profile sample that stays one block (grown or moved, not copied
- * into a new block, whose free reported it) keeps its sample, at its new
+/* A large block resized in place or moved without a copy; NULL when it is
+ * to move by copy (a new block, the caller's: alloc.c realloc_move).  A
+ * heap-profile sample that stays one block keeps its sample, at its new
  * address and size (prof.c). */
 void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
   if (hak_likely(!seg->prof)) return large_realloc(seg, p, size);

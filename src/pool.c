@@ -21,9 +21,6 @@ _Atomic(size_t) _hak_abandoned_pages;
  * freed first, where resident pages are. */
 #define POOL_SCAN 64
 
-void _hak_pool_lock(void) { pthread_mutex_lock(&pool_lock); }
-void _hak_pool_unlock(void) { pthread_mutex_unlock(&pool_lock); }
-
 #if HAK_DEBUG >= 2
 /* A segment's member entries agree with its pages (pool lock; debug build):
  * masks disjoint and on used pages, one abandoned entry at most, and the

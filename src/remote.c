@@ -119,7 +119,7 @@ static void remote_notify(hak_slab_t* s) {
 }
 
 static void remote_free(hak_slab_t* s, hak_block_t* b) {
-  if (!hak_is_carved_block(s, (size_t)((uint8_t*)b - hak_slab_start(s)), __atomic_load_n(&s->carved, __ATOMIC_RELAXED))) {
+  if (!hak_slab_carved(s, b)) {
     _hak_invalid_pointer("free", b, "block was never allocated");
     return;
   }

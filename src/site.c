@@ -84,8 +84,6 @@ static hak_site_t site_tab[HAK_SITES];
 static _Atomic(uint64_t) site_clock;      /* large operations so far */
 static _Atomic(size_t) site_used;
 
-static const char* const strat_names[HAK_STRAT_COUNT] = {"cache", "release", "decommit", "prefault", "populate"};
-const char* _hak_strategy_name(int s) { return s >= 0 && s < HAK_STRAT_COUNT ? strat_names[s] : "?"; }
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -258,7 +256,7 @@ static void choose(hak_site_t* s, uintptr_t ra) {
     s->changes++;
     if (hak_opt(LEARN_LOG))
       _hak_message("hakmem: learn: site %p: %s -> %s after %llu episodes (cost us: cache %.1f release %.1f decommit %.1f prefault %.1f populate %.1f)\n",
-                   (void*)ra, strat_names[old], strat_names[best], (unsigned long long)s->episodes,
+                   (void*)ra, _hak_strategy_name(old), _hak_strategy_name(best), (unsigned long long)s->episodes,
                    s->cost[0] / 1e3, s->cost[1] / 1e3, s->cost[2] / 1e3, s->cost[3] / 1e3, s->cost[4] / 1e3);
   }
 }
@@ -507,7 +505,7 @@ size_t _hak_sites_report(char* buf, size_t cap, int top) {
         "  site %p %-28.28s allocs=%llu frees=%llu bytes=%llu size=%zu..%zu final=%.0f reuse=%.0f life=%.0f touch=%.2f faults~%llu strategy=%s ring=%u changes=%u\n",
         (void*)ra, bi == 0 ? "(other sites)" : sym, (unsigned long long)hak_load_relaxed(&s->xallocs),
         (unsigned long long)hak_load_relaxed(&s->xfrees), (unsigned long long)hak_load_relaxed(&s->xbytes), s->min_size == SIZE_MAX ? 0 : s->min_size, s->max_size, s->final_ewma, s->reuse_ewma,
-        s->life_ewma, s->samples ? s->touch_ewma : 1.0, (unsigned long long)s->faults_est, strat_names[hak_load_relaxed(&s->xstrategy)],
+        s->life_ewma, s->samples ? s->touch_ewma : 1.0, (unsigned long long)s->faults_est, _hak_strategy_name(hak_load_relaxed(&s->xstrategy)),
         ring_size(s), s->changes);
     shown++;
   }

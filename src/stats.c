@@ -37,10 +37,8 @@ static size_t stats_format(char* buf, size_t cap) {
   hak_sbuf_t sb = {buf, 0, cap};
   heap_sums_t sums = {{0}, 0};
   _hak_heaps_foreach(sum_heap, &sums);
-  static const char* const prof[] = {"speed", "balanced", "lean"};
-  long long pr = hak_opt(PROFILE);
   _hak_sb_add(&sb, "hakmem: stats (version %s, pid %d, profile %s)\n", HAKMEM_VERSION, (int)getpid(),
-         pr >= 0 && pr < 3 ? prof[pr] : "?");
+         _hak_profile_name(hak_opt(PROFILE)));
   _hak_sb_add(&sb, "classes: size mallocs\n");
   uint64_t total = 0;
   for (size_t c = 0; c < HAK_NCLASSES; c++) {

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The part of docs/DESIGN.md's layering that a grep can check: only src/os.c
-# calls the OS's memory calls (mmap, munmap, madvise, mprotect, mremap,
-# mincore), so every call is counted in one place under one contract.  The
-# check reads code lines, not comments; it fails on the tree before
-# site.c's mincore calls went through os.c.
+# docs/DESIGN.md's layering, checked on the code: (1) only src/os.c calls the
+# OS's memory calls (mmap, munmap, madvise, mprotect, mremap, mincore), so
+# every call is counted in one place under one contract; (2) no file of
+# src/ calls a function of a higher layer ("Layers": the table of files and
+# the named calls up), and every named call up is still one.  The checks
+# read code, not comments.  (2) fails on a tree where a lower file calls up
+# without being named (large.c's realloc called hak_malloc and hak_free of
+# alloc.c before the one realloc by copy).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 calls=$(grep -nE '\b(mmap|munmap|madvise|mprotect|mremap|mincore)[[:space:]]*\(' src/*.c src/*.h |
@@ -14,3 +17,44 @@ if [[ -n $calls ]]; then
   exit 1
 fi
 echo "ok   OS memory calls only in src/os.c ($(ls src/*.c src/*.h | wc -l) files read)"
+
+python3 - <<'PY'
+import re, glob, os, sys
+doc = open('docs/DESIGN.md').read()
+sec = re.search(r'^## Layers\n(.*?)(?=^## )', doc, re.S | re.M)
+if not sec: sys.exit("FAIL: docs/DESIGN.md has no '## Layers' section")
+sec = sec.group(1)
+layer, named = {}, set()
+for line in sec.splitlines():
+    m = re.match(r'\|\s*(\d+)\b[^|]*\|(.*)\|\s*$', line)
+    if m:
+        for f in re.findall(r'`([\w.]+\.c)`', m.group(2)): layer[f] = int(m.group(1))
+    elif not line.startswith('|'):
+        named |= set(re.findall(r'`(_?hak_\w+)`', line))
+files = sorted(os.path.basename(p) for p in glob.glob('src/*.c') if not p.endswith('/unity.c'))
+bad = [f for f in files if f not in layer] + [f for f in layer if f not in files]
+if bad: sys.exit("FAIL: src files and docs/DESIGN.md's layer table disagree: " + ' '.join(bad))
+def code(t):   # comments, strings and character constants out; lines kept
+    t = re.sub(r'/\*.*?\*/', lambda m: '\n' * m.group(0).count('\n'), t, flags=re.S)
+    t = re.sub(r'//[^\n]*', '', t)
+    return re.sub(r'"(\\.|[^"\\\n])*"|\'(\\.|[^\'\\\n])*\'', '""', t)
+src = {f: code(open('src/' + f).read()) for f in files}
+defd = {}
+for f, t in src.items():   # function definitions: a name at the start of a line's declaration, then a body
+    for m in re.finditer(r'^[A-Za-z_][\w \t*()]*?\b(\w+)\s*\([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*\)\s*(?:__attribute__\(\(.*?\)\)\s*)?\{', t, re.M):
+        defd.setdefault(m.group(1), set()).add(f)
+owner = {n: next(iter(fs)) for n, fs in defd.items() if len(fs) == 1}   # static namesakes in two files: not followed
+up, used = [], set()
+for f, t in src.items():
+    for i, line in enumerate(t.split('\n'), 1):
+        for m in re.finditer(r'\b(\w+)\s*\(', line):
+            g = owner.get(m.group(1))
+            if g is None or g == f or layer[g] <= layer[f]: continue
+            if m.group(1) in named: used.add(m.group(1)); continue
+            up.append(f"src/{f}:{i}: {m.group(1)} (src/{g}, layer {layer[g]}) called from layer {layer[f]}")
+stale = sorted(named - used)
+if up: print("FAIL: calls up the layers not named in docs/DESIGN.md's 'Layers':\n" + '\n'.join(up))
+if stale: print("FAIL: named in docs/DESIGN.md's 'Layers' but no longer a call up: " + ' '.join(stale))
+if up or stale: sys.exit(1)
+print(f"ok   no call runs up the layers but the {len(named)} named ({len(files)} files, {len(layer)} in the table)")
+PY
