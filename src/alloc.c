@@ -51,7 +51,7 @@ hak_inline void hak_free_block(void* p, const char* op) {
         hak_block_set_next(b, s->free);
         if (!HAK_SECURE) b->cookie = hak_cookie();
         s->free = b;
-        if (hak_likely(--s->used != 0)) return;
+        if (hak_likely(hak_used_add(s, -1) != 0)) return;
         _hak_slab_emptied(h, s);
         return;
       }

@@ -63,7 +63,7 @@ static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t x
   hak_block_set_next(b, s->free);
   if (!HAK_SECURE) b->cookie = hak_cookie();
   s->free = b;
-  if (--s->used == 0) _hak_slab_emptied(h, s);
+  if (hak_used_add(s, -1) == 0) _hak_slab_emptied(h, s);
 }
 
 /* For the fast path's two out-of-line exits: the page index of p named the

@@ -183,6 +183,28 @@ typedef struct hak_slab_s {
   uint8_t  sec_zero;                 /* secure: the slab's pages were never used (zero: carving need not fill) */
 } hak_slab_t;
 
+/* TSan builds (HAK_TSAN): owner-written fields that other threads read as
+ * figures are written with relaxed atomic stores (below, and the counters) */
+#if defined(__SANITIZE_THREAD__)
+#define HAK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HAK_TSAN 1
+#endif
+#endif
+/* A slab's count of blocks out, changed by its owner and read by the figures
+ * walk (stats.c) while it runs: a relaxed store under TSan (a plain one is
+ * the same instruction on x86, where the count is one add to memory). */
+hak_inline uint32_t hak_used_add(hak_slab_t* s, int32_t d) {
+  uint32_t v = s->used + (uint32_t)d;
+#ifdef HAK_TSAN
+  __atomic_store_n(&s->used, v, __ATOMIC_RELAXED);
+#else
+  s->used = v;
+#endif
+  return v;
+}
+
 /* ---------------------------------------------------------------- segments */
 typedef enum { HAK_SEG_SMALL = 1, HAK_SEG_LARGE = 2 } hak_seg_kind_t;
 
@@ -514,7 +536,7 @@ hak_inline bool hak_prof_stash(hak_slab_t* s, hak_block_t* b) {
   hak_block_set_next(b, *top);
   b->cookie = hak_cookie();
   *top = b;
-  s->used--;
+  hak_used_add(s, -1);
   return true;
 }
 void  _hak_prof_heap_exit(hak_heap_t* h);
@@ -791,19 +813,13 @@ hak_inline size_t hak_large_resident(const hak_segment_t* seg) {
  * load-add-store where a plain `addq $1, mem` suffices (measured: 2 more
  * instructions per malloc), so the atomic form is kept for the TSan build,
  * which checks everything else for races. */
-#if defined(__SANITIZE_THREAD__)
-#define HAK_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define HAK_TSAN 1
-#endif
-#endif
 #ifdef HAK_TSAN
 hak_inline void hak_counter_inc(uint64_t* c) { __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED); }
 #else
 hak_inline void hak_counter_inc(uint64_t* c) { ++*c; }
 #endif
 hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v, __ATOMIC_RELAXED); }
+
 
 /* ---------------------------------------------------------------- secure mode, per operation
  * A small block of the secure build (the smallest class is 32 bytes there):
@@ -961,11 +977,11 @@ hak_inline hak_block_t* hak_slab_pop(hak_heap_cls_t* e, hak_slab_t* s, hak_block
     uintptr_t n = (uintptr_t)b->next ^ _hak_list_key ^ (uintptr_t)b;
     s->free = (hak_block_t*)n;   /* before the check (frees a register); the slow path redoes it */
     if (hak_unlikely(hak_secure_pop_bad(b, bsize, n) != 0)) return (hak_block_t*)_hak_secure_pop_slow(s, b, req);
-    s->used++;
+    hak_used_add(s, 1);
     hak_secure_pop_mark(bsize, b, req);
   } else {
     s->free = hak_block_next(b);
-    s->used++;
+    hak_used_add(s, 1);
     b->cookie = 0;
   }
   hak_counter_inc(&e->nmalloc);

@@ -756,7 +756,7 @@ void _hak_mesh_heap_exit(hak_heap_t* h) {
     uint8_t* page = hak_slab_start(s);
     for (uint32_t i = mslab_carved(s); i-- > 0;)
       if (bit_get(e->map, i)) push_free(s, (hak_block_t*)(page + (size_t)i * s->bsize));
-    s->used -= e->nphantom;
+    hak_used_add(s, -(int32_t)e->nphantom);
     e->nphantom = 0;
     memset(e->map, 0, sizeof e->map);
     if (was_full) {

@@ -296,7 +296,7 @@ static void cut(hak_slab_t* s, uint32_t k) {
   uint32_t r = 1;
   hak_block_t* tail = b;
   for (hak_block_t* n; (n = hak_block_next(tail)) != NULL; tail = n) r++;
-  s->used += r;
+  hak_used_add(s, (int32_t)r);
   uintptr_t head = hak_load_relaxed(&s->xthread_free);
   do hak_block_set_next(tail, hak_xf_list(head));
   while (!atomic_compare_exchange_weak_explicit(&s->xthread_free, &head,

@@ -207,7 +207,7 @@ bool _hak_scavenge_verify(hak_slab_t* s) {
       else s->free = next;
       b->next = NULL;   /* (zero again, as the readmission expects) */
       b->cookie = 0;
-      s->used++;
+      hak_used_add(s, 1);
     } else {
       prev = b;
     }
@@ -225,7 +225,7 @@ bool _hak_scavenge_verify(hak_slab_t* s) {
     hak_block_t* b = (hak_block_t*)(start + lo);
     if (b->next != NULL || b->cookie != 0) {
       _hak_double_free("free", b, bsize);
-      s->used++;
+      hak_used_add(s, 1);
     }
   }
   return s->used == 0;

@@ -113,7 +113,7 @@ __attribute__((noipa)) void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b,
     _hak_fatal("hakmem: write after free detected in block %p (size %u, near offset %zu)\n", (void*)b, s->bsize, k);
   }
   s->free = n;
-  s->used++;
+  hak_used_add(s, 1);
   hak_secure_pop_mark(s->bsize, b, req);
   hak_counter_inc(&hak_heap_get()->cls[s->cls].nmalloc);
   return b;

@@ -127,7 +127,7 @@ static bool slab_collect(hak_slab_t* s) {
     hak_block_set_next(tail, s->free);
   }
   s->free = list;
-  s->used -= n;
+  hak_used_add(s, -(int32_t)n);
   return true;
 }
 
@@ -246,12 +246,13 @@ static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls)
   uint32_t bsize = _hak_class_size[cls];
   unsigned npages = _hak_class_pages[cls];
   s->free = NULL;
-  s->used = 0;
-  s->bsize = bsize;
+  /* (the fields the figures walk reads while the owner sets them: stats.c) */
+  __atomic_store_n(&s->used, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->bsize, bsize, __ATOMIC_RELAXED);
   s->recip = hak_slab_recip(bsize);
   s->carved = 0;
-  s->cls = (uint8_t)cls;
-  s->npages = (uint8_t)npages;
+  __atomic_store_n(&s->cls, (uint8_t)cls, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->npages, (uint8_t)npages, __ATOMIC_RELAXED);
   s->head_off = 0;
   hak_store_relaxed(&s->xthread_free, 0);
   s->next = s->prev = NULL;
@@ -275,8 +276,12 @@ void _hak_slab_clear(hak_slab_t* s) {
     hak_slab_t* t = &seg->slabs[idx + i];
     hak_store_relaxed(&t->xowner, HAK_OWNER_UNUSED);
     t->free = NULL;
-    t->used = t->bsize = t->carved = 0;
-    t->npages = t->head_off = t->cls = 0;
+    t->carved = 0;
+    t->head_off = 0;
+    __atomic_store_n(&t->used, 0, __ATOMIC_RELAXED);   /* (read by the figures walk: stats.c) */
+    __atomic_store_n(&t->bsize, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->npages, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->cls, 0, __ATOMIC_RELAXED);
   }
 }
 

@@ -167,7 +167,7 @@ static void free_items(uint64_t* p, const char* where) {
 static _Atomic(uint64_t*) transfer[TRANSFERS];
 static FILE* devnull;
 /* one step in this many calls malloc_trim/mallinfo2/hak_os_stats/
- * hakmem_stats_print ($HT_INTROSPECT_EVERY, default 20000) */
+ * hakmem_stats_print/hakmem_ctl ($HT_INTROSPECT_EVERY, default 20000) */
 static uint64_t introspect_every = 20000;
 static int st_scale, st_round;
 static size_t st_rss_max, st_mapped_max;   /* sampled after every round */
@@ -184,10 +184,22 @@ static void* stress_thread(void* arg) {
   for (long s = 0; s < steps; s++) {
     if (ht_below(&r, introspect_every) == 0) {
       /* introspection and trimming while other threads allocate */
-      switch (ht_below(&r, 4)) {
+      switch (ht_below(&r, 5)) {
         case 0: t_malloc_trim(0); break;
         case 1: { struct mallinfo2 mi = t_mallinfo2(); (void)mi; break; }
         case 2: if (ht_has_hakmem()) { hak_os_stats_t st; t_os_stats(&st); } break;
+        case 3:
+          /* the figures on request: a new snapshot walks every heap's slabs
+           * while their owners allocate (the walk under TSan) */
+          if (ht_has_hakmem()) {
+            uint64_t epoch = 1;
+            size_t v = 0, vl = sizeof v;
+            t_ctl("epoch", NULL, NULL, &epoch, sizeof epoch);
+            t_ctl("stats.small.free_blocks", &v, &vl, NULL, 0);
+            vl = sizeof v;
+            t_ctl("stats.class.3.live_blocks", &v, &vl, NULL, 0);
+          }
+          break;
         default:
           if (ht_has_hakmem() && devnull != NULL) t_stats_print(devnull);
           break;
