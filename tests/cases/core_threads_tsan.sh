@@ -4,7 +4,7 @@
 set -euo pipefail
 . tests/cases/core_lib.sh
 need $T/test-threads-tsan
-run "stress under TSan (with stats/trim calls every ~500 steps)" env HT_INTROSPECT_EVERY=500 $T/test-threads-tsan stress 4 3 150
+run "stress under TSan (with stats, trim and hakmem_ctl snapshots every ~500 steps)" env HT_INTROSPECT_EVERY=500 $T/test-threads-tsan stress 4 3 150
 run "churn under TSan, 2000 threads" $T/test-threads-tsan churn 2000 4
 run "handoff under TSan, 500 threads" $T/test-threads-tsan handoff 500
 run "bounded under TSan, 8 threads x 3 rounds" $T/test-threads-tsan bounded 8 3 100
