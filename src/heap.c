@@ -20,6 +20,7 @@ static void heap_reset(hak_heap_t* h) {
     avail_clear(h, c);
     h->borrow[c] = NULL;
     h->borrow_n[c] = h->borrow_used[c] = 0;
+    h->tick_nmalloc[c] = 0;
     hak_counter_set(&h->cls[c].nmalloc, 0);
   }
   h->full = NULL;

@@ -373,6 +373,7 @@ typedef struct hak_heap_s {
   uint32_t in_use;
   uint64_t limit_epoch;              /* limit.c: the last memory-limit release this heap answered */
   uint64_t no_resident;              /* the pool's give count when it last found no resident free run + 1 (0: look) */
+  uint32_t tick_nmalloc[HAK_NCLASSES];   /* each class's malloc count at the last release tick (the reserve) */
   uint64_t refills;                  /* mallocs that found the current slab without a free block
                                       * (statistics; every 64th runs the periodic work) */
   /* heap profiling (prof.c), zeroed with the heap: per class the bytes left
@@ -415,7 +416,9 @@ int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) __attribute__((form
 
 /* slab.c */
 void  _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s);
-void  _hak_slab_clear(hak_slab_t* s);   /* an empty slab's descriptors before its pages go back */
+void  _hak_slab_clear(hak_slab_t* s);
+void  _hak_heap_reserve_tick(hak_heap_t* h);
+extern _Atomic(uint64_t) _hak_stat_reserve_released;   /* an empty slab's descriptors before its pages go back */
 /* remote.c */
 uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask);   /* pool lock held */
 extern _Atomic(uint64_t) _hak_stat_reclaimed_slabs, _hak_stat_reclaimed_pages, _hak_stat_abandon_pages, _hak_stat_adopt_pages;

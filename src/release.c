@@ -251,6 +251,7 @@ void _hak_heap_release_tick(hak_heap_t* h) {
   uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
   h->next_release_ms = now + (delay / 2 > 1 ? delay / 2 : 1);   /* a page goes after 1..2 ticks */
   _hak_release_pass(now);
+  _hak_heap_reserve_tick(h);
   _hak_scavenge_tick(h, now, delay);
   _hak_background_wake();
 }

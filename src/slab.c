@@ -7,6 +7,7 @@
 #include "internal.h"
 
 hak_slab_t _hak_slab_empty;
+_Atomic(uint64_t) _hak_stat_reserve_released;   /* kept empty slabs given back by the reserve tick */
 
 /* ---------------------------------------------------------------- size class tables */
 const uint32_t _hak_class_size[HAK_NCLASSES] = {
@@ -319,6 +320,26 @@ static int slab_retire(hak_heap_t* h, hak_slab_t* s) {
 hak_noinline void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
   if (hak_slab_is_empty(s) && slab_retire(h, s)) _hak_heap_release_tick(h);
 }
+/* The heap's own reserve, at its release tick (at most every half decommit
+ * delay): the empty slab a class keeps as its current one goes to the pool
+ * when the class made no malloc since the last tick.  The reserve so holds
+ * what the heap reused within the last delay or so, not one slab per class
+ * it ever used: a thread that moved on to other sizes (a program's phases)
+ * kept a slab of every class of every phase, for as long as it lived. */
+void _hak_heap_reserve_tick(hak_heap_t* h) {
+  for (size_t c = 0; c < HAK_NCLASSES; c++) {
+    uint32_t n = (uint32_t)h->cls[c].nmalloc;
+    hak_slab_t* s = h->cls[c].cur;
+    if (n == h->tick_nmalloc[c] && s != &_hak_slab_empty && s->next == NULL &&
+        !(hak_load_relaxed(&s->xowner) & HAK_OWNER_FLAGS) && hak_slab_is_empty(s)) {
+      avail_remove(h, s);
+      slab_release(h, s);
+      atomic_fetch_add_explicit(&_hak_stat_reserve_released, 1, memory_order_relaxed);
+    }
+    h->tick_nmalloc[c] = n;
+  }
+}
+
 /* ---------------------------------------------------------------- for compaction (mesh.c) */
 bool _hak_slab_collect(hak_slab_t* s) { return slab_collect(s); }
 

@@ -77,9 +77,9 @@ static size_t stats_format(char* buf, size_t cap) {
            (unsigned long long)m[4], (unsigned long long)m[5], (unsigned long long)m[6], (unsigned long long)m[7],
            (unsigned long long)m[8]);
   }
-  _hak_sb_add(&sb, "release: decommits=%llu decommit_bytes=%llu retained_empty=%zu unmapped_large=%llu parked=%zu parked_mapped=%zu\n",
+  _hak_sb_add(&sb, "release: decommits=%llu decommit_bytes=%llu retained_empty=%zu unmapped_large=%llu parked=%zu parked_mapped=%zu reserve_released=%llu\n",
          (unsigned long long)rc, (unsigned long long)rb, hak_load_relaxed(&_hak_retained_bytes),
-         (unsigned long long)ru, parked, pmap);
+         (unsigned long long)ru, parked, pmap, (unsigned long long)hak_load_relaxed(&_hak_stat_reserve_released));
   _hak_sb_add(&sb, "limit: bytes=%zu releases=%llu\n", _hak_limit, (unsigned long long)_hak_limit_releases());
   if (_hak_sites_used() > 0 && sb.len + 2048 < sb.cap) sb.len += _hak_sites_report(sb.buf + sb.len, sb.cap - sb.len, 8);
   _hak_sb_add(&sb, "segments: live=%zu cached=%zu abandoned=%zu (%zu slab pages)\n", hak_load_relaxed(&_hak_seg_count),

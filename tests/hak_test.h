@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,11 @@ static inline size_t ht_logrange(ht_rng_t* r, size_t lo, size_t hi) {
 }
 
 /* Seed: $HT_SEED (decimal or 0x hex) or the default. */
+static inline uint64_t ht_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 static inline uint64_t ht_env_u64(const char* name, uint64_t dflt) {
   const char* s = getenv(name);
   if (s == NULL || *s == 0) return dflt;

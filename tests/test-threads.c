@@ -706,6 +706,47 @@ static int run_share(void) {
   return 0;
 }
 
+/* ---- reserve ------------------------------------------------------------- */
+/* A heap's reserve follows its reuse: a thread touches 40 size classes (each
+ * keeps its emptied slab as its current one), then for some decommit delays
+ * allocates only 256-byte blocks, with refills (4 slabs a round).  The 39
+ * classes it stopped using must give their slabs back to the pool: the
+ * pages in slabs fall to the few the live class uses.  Run with a short
+ * HAKMEM_DECOMMIT_DELAY_MS (the case uses 100) and HAKMEM_BACKGROUND=0. */
+static size_t small_active(void) {
+  uint64_t epoch = 1;
+  size_t v = 0, vl = sizeof v;
+  t_ctl("epoch", NULL, NULL, &epoch, sizeof epoch);
+  if (t_ctl("stats.small.active", &v, &vl, NULL, 0) != 0) fail("hakmem_ctl stats.small.active");
+  return v;
+}
+static int run_reserve(void) {
+  printf("reserve: 40 classes touched and left, then 256 B blocks only, for 8 decommit delays\n");
+  if (!ht_has_hakmem()) {
+    printf("  (not hakmem: skipped)\n");
+    return 0;
+  }
+  void* v[1024];
+  for (size_t c = 0; c < 40; c++) {
+    size_t sz = 16 + c * 700;   /* 16 B .. 27 KiB: about 40 classes */
+    for (int i = 0; i < 8; i++) v[i] = t_malloc(sz);
+    for (int i = 0; i < 8; i++) t_free(v[i]);
+  }
+  size_t before = small_active();
+  uint64_t delay = ht_env_u64("HAKMEM_DECOMMIT_DELAY_MS", 2000);
+  uint64_t t0 = ht_now_ms();
+  while (ht_now_ms() - t0 < 8 * delay) {
+    for (int i = 0; i < 1024; i++) v[i] = t_malloc(256);
+    for (int i = 0; i < 1024; i++) t_free(v[i]);
+  }
+  size_t after = small_active();
+  printf("  pages in slabs: %zu KiB after the 40 classes, %zu KiB after %llu ms of 256 B blocks\n", before >> 10,
+         after >> 10, (unsigned long long)(8 * delay));
+  if (before < ((size_t)30 << 16)) fail("only %zu KiB in slabs after 40 classes: the setup did not work", before >> 10);
+  if (after > ((size_t)8 << 16)) fail("%zu KiB still in slabs: the classes left kept their slabs", after >> 10);
+  return 0;
+}
+
 /* ---- burst --------------------------------------------------------------- */
 /* After a burst the memory goes back without malloc_trim and without another
  * allocation: 4 threads allocate 256 MiB each (small, medium and large
@@ -1147,6 +1188,8 @@ int main(int argc, char** argv) {
     run_share();
   if (strcmp(mode, "burst") == 0)
     run_burst();
+  if (strcmp(mode, "reserve") == 0)
+    run_reserve();
   if (strcmp(mode, "phases") == 0)
     run_phases((int)a2);
   if (strcmp(mode, "join") == 0 || strcmp(mode, "all") == 0)

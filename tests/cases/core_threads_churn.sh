@@ -28,6 +28,8 @@ run "the exited thread's segment goes to its successor, not to a heap with room 
 run "successor, debug library" $T/test-threads-debug successor
 run "pages a live thread freed serve another thread without a new mapping" $T/test-threads-release share
 run "share, debug library" $T/test-threads-debug share
+run "reserve: the classes a thread stopped using give their empty slabs back" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-release reserve
+run "reserve, debug library" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-debug reserve
 run "burst: 1 GiB freed by 4 threads is given back within two decommit delays of idling" env HAKMEM_DECOMMIT_DELAY_MS=400 $T/test-threads-release burst
 run "moves: large blocks growing by realloc while others map, 4 threads" $T/test-threads-release moves 4
 run "moves, no segment cache" env HAKMEM_SEG_CACHE=0 $T/test-threads-release moves 4
