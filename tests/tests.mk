@@ -55,7 +55,7 @@ $(foreach v,release debug hak glibc,$(eval $(call ht_c_prog,test-ctl,$(v))))
 $(foreach v,release debug tsan,$(eval $(call ht_c_prog,test-mesh,$(v))))
 $(foreach v,release glibc,$(eval $(call ht_c_prog,test-opts,$(v))))
 $(foreach v,release,$(eval $(call ht_c_prog,test-syscalls,$(v))))
-$(foreach v,release,$(eval $(call ht_c_prog,test-internal,$(v))))
+$(foreach v,release debug,$(eval $(call ht_c_prog,test-internal,$(v))))
 $(foreach v,release,$(eval $(call ht_c_prog,prof-test,$(v))))
 
 # C++: linked with the shared library, and glibc-only for LD_PRELOAD.  The
