@@ -59,6 +59,8 @@ static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t x
     return;
   }
   if (HAK_SECURE) _hak_secure_free(s, b, "free");
+  hak_assert_cmp(hak_load_relaxed(&s->xowner) & ~HAK_OWNER_FLAGS, ==, (uintptr_t)h);   /* (xo: the flags alone from _hak_free_to_full) */
+  hak_assert_cmp(s->used, !=, 0);   /* a block out to come back */
   if (xo & HAK_OWNER_FULL) slab_unfull(h, s);
   hak_block_set_next(b, s->free);
   if (!HAK_SECURE) b->cookie = hak_cookie();
@@ -105,6 +107,9 @@ void _hak_free_generic(void* p, const char* op) {
     return;
   }
   hak_segment_t* seg = hak_segment_of(p);
+  /* the segment map and the header agree: a segment starts here */
+  hak_assert_cmp(seg->kind, >=, HAK_SEG_SMALL);
+  hak_assert_cmp(seg->kind, <=, HAK_SECURE ? HAK_SEG_ZERO : HAK_SEG_LARGE);
   if (seg->kind == HAK_SEG_LARGE) {
     if ((uint8_t*)p != (uint8_t*)seg + seg->large_off) {
       _hak_invalid_pointer(op, p, "not the start of a block");

@@ -90,6 +90,7 @@ static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
  * pool.  Called at thread exit, and in a fork child for the other threads. */
 void _hak_heap_abandon(hak_heap_t* h) {
   if (h == NULL || h == &_hak_heap_empty) return;
+  hak_assert_cmp(h->in_use, ==, 1);
   _hak_mesh_heap_exit(h);   /* meshed slabs become ordinary ones: nobody owns them next */
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
@@ -124,7 +125,7 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg, uint64_t mask) {
   seg_take_remote(seg, mask);   /* every slab is collected below: their bits are stale */
   for (uint64_t bits = mask; bits != 0; bits &= bits - 1) {
     hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
-    hak_assert(hak_load_relaxed(&s->xowner) == HAK_OWNER_ABANDONED);
+    hak_assert_cmp(hak_load_relaxed(&s->xowner), ==, HAK_OWNER_ABANDONED);
     atomic_fetch_sub_explicit(&_hak_abandoned_pages, s->npages, memory_order_relaxed);
     atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
     s->next = s->prev = NULL;

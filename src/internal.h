@@ -32,16 +32,29 @@
 #ifndef HAK_DEBUG
 #define HAK_DEBUG 0
 #endif
-/* Assertion levels: 1 = internal invariants, 2 = expensive walks. */
+/* Assertion levels: 1 = internal invariants (the debug, ASan and TSan
+ * builds), 2 = expensive walks too (the debug build).  hak_assert_cmp(a, op,
+ * b) is hak_assert(a op b) with both values in the failure's line (compared
+ * as uint64_t: counts, sizes, addresses); a failure prints one line (the
+ * condition, the values, file and line: report.c) and aborts.  They are for
+ * slow paths: the inline fast paths stay as the release build has them. */
 #if HAK_DEBUG >= 1
 #define hak_assert(c) ((c) ? (void)0 : _hak_assert_fail(#c, __FILE__, __LINE__))
+#define hak_assert_cmp(a, op, b)                                                      \
+  do {                                                                              \
+    uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                \
+    if (hak_unlikely(!(a_ op b_))) _hak_assert_fail_cmp(#a " " #op " " #b, a_, b_, __FILE__, __LINE__); \
+  } while (0)
 #else
 #define hak_assert(c) ((void)0)
+#define hak_assert_cmp(a, op, b) ((void)0)
 #endif
 #if HAK_DEBUG >= 2
 #define hak_assert_expensive(c) hak_assert(c)
+#define hak_assert_cmp_expensive(a, op, b) hak_assert_cmp(a, op, b)
 #else
 #define hak_assert_expensive(c) ((void)0)
+#define hak_assert_cmp_expensive(a, op, b) ((void)0)
 #endif
 
 /* Memory orders through named wrappers. */
@@ -412,6 +425,7 @@ void _hak_double_free(const char* op, const void* p, size_t size);
 void _hak_size_mismatch(const char* op, const void* p, size_t given, size_t usable);
 void _hak_message(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 hak_noreturn void _hak_assert_fail(const char* cond, const char* file, int line);
+hak_noreturn void _hak_assert_fail_cmp(const char* cond, uint64_t a, uint64_t b, const char* file, int line);
 int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* slab.c */

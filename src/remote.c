@@ -47,7 +47,7 @@ static void heap_collect_remote(hak_heap_t* h) {
       hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
       bits &= bits - 1;
       uintptr_t xo = hak_load_relaxed(&s->xowner);
-      hak_assert((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)h);
+      hak_assert_cmp(xo & ~HAK_OWNER_FLAGS, ==, (uintptr_t)h);
       if (xo & HAK_OWNER_MESHED) {
         /* frees into a meshed-away slab go to its root (mesh.c); when it
          * holds no block any more its page comes back here */
@@ -149,6 +149,7 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
       }
       continue;
     }
+    hak_assert_cmp(hak_xf_count(head), <, hak_slab_limit(s) / s->bsize);   /* the list holds fewer blocks than the slab */
     hak_block_set_next(b, hak_xf_list(head));
     if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, hak_xf_push(head, b), memory_order_seq_cst,
                                               memory_order_relaxed))

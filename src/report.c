@@ -52,7 +52,19 @@ void _hak_list_corrupt(const void* b) {
 }
 
 void _hak_assert_fail(const char* cond, const char* file, int line) {
-  _hak_fatal("hakmem: assertion failed: %s (%s:%d)\n", cond, file, line);
+  _hak_fatal("hakmem: assertion failed: %s at %s:%d\n", cond, file, line);
+}
+
+/* A value as a count (decimal) or, when it looks like an address, in hex. */
+static int assert_value(char* buf, size_t n, uint64_t v) {
+  return _hak_snprintf(buf, n, v < ((uint64_t)1 << 32) ? "%llu" : "%#llx", (unsigned long long)v);
+}
+
+void _hak_assert_fail_cmp(const char* cond, uint64_t a, uint64_t b, const char* file, int line) {
+  char va[24], vb[24];
+  assert_value(va, sizeof va, a);
+  assert_value(vb, sizeof vb, b);
+  _hak_fatal("hakmem: assertion failed: %s (%s against %s) at %s:%d\n", cond, va, vb, file, line);
 }
 
 /* Misuse: one line naming the operation, the address and the problem, then

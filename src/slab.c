@@ -127,6 +127,13 @@ static bool slab_collect(hak_slab_t* s) {
     if (hak_unlikely(hak_block_next(tail) != NULL)) slab_list_broken(s);
     hak_block_set_next(tail, s->free);
   }
+#if HAK_DEBUG >= 2
+  else {   /* (taken whole without a walk: the debug build counts it) */
+    uint32_t k = 0;
+    for (const hak_block_t* b = list; b != NULL && k <= n; b = hak_block_next(b)) k++;
+    hak_assert_cmp(k, ==, n);
+  }
+#endif
   s->free = list;
   hak_used_add(s, -(int32_t)n);
   return true;
@@ -182,23 +189,28 @@ static bool slab_extend(hak_slab_t* s) {
 
 #if HAK_DEBUG >= 2
 /* The owner's view of a slab agrees with itself (debug build, on the refill
- * and release paths): every block on its free list is a carved block start
- * of this slab, carries the free cookie, and is there once; free blocks and
- * blocks out together are no more than the blocks carved. */
+ * and release paths): its shape fits its segment; every block on its free
+ * list is a carved block start of this slab, carries the free cookie, and is
+ * there once; free blocks and blocks out together are no more than the
+ * blocks carved.  Each check asserts with its values; true when all held. */
 static bool slab_is_valid(hak_slab_t* s) {
   uintptr_t xo = hak_load_relaxed(&s->xowner);
   if (xo & HAK_OWNER_MESHED || (__atomic_load_n(&slab_segment(s)->mesh_pages, __ATOMIC_RELAXED) >> hak_slab_index(s) & 1))
     return true;   /* (compaction's aliases share pages: mesh.c checks its own) */
+  hak_assert_cmp(s->bsize, !=, 0);
+  hak_assert_cmp(s->npages, !=, 0);
+  hak_assert_cmp(hak_slab_index(s) + s->npages, <=, HAK_PAGES_PER_SEG);
   uint32_t carved = s->carved / hak_slab_step(s), limit = hak_slab_limit(s);
-  if (s->bsize == 0 || carved > limit / s->bsize || s->npages == 0 || hak_slab_index(s) + s->npages > HAK_PAGES_PER_SEG) return false;
+  hak_assert_cmp(carved, <=, limit / s->bsize);
   uint32_t n = 0;
   for (const hak_block_t* b = s->free; b != NULL; b = hak_block_next(b)) {
-    uint64_t off = (uint64_t)((const uint8_t*)b - hak_slab_start(s));
-    if ((const uint8_t*)b < hak_slab_start(s) || !hak_is_carved_block(s, off, s->carved)) return false;
-    if (!HAK_SECURE && b->cookie != hak_cookie()) return false;
-    if (++n > carved) return false;   /* a cycle, or a block twice */
+    hak_assert_cmp((uintptr_t)b, >=, (uintptr_t)hak_slab_start(s));
+    hak_assert(hak_is_carved_block(s, (uint64_t)((const uint8_t*)b - hak_slab_start(s)), s->carved));
+    if (!HAK_SECURE) hak_assert_cmp(b->cookie, ==, hak_cookie());
+    hak_assert_cmp(++n, <=, carved);   /* else a cycle, or a block twice */
   }
-  return n + s->used <= carved;
+  hak_assert_cmp(n + s->used, <=, carved);
+  return true;
 }
 #endif
 
@@ -244,6 +256,9 @@ static void slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
 
 static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls) {
   hak_slab_t* s = &seg->slabs[idx];
+  hak_assert(hak_segmap_contains(seg));   /* the segment map knows every segment a slab is made in */
+  hak_assert_cmp(seg->kind, ==, HAK_SEG_SMALL);
+  hak_assert_cmp(idx + _hak_class_pages[cls], <=, HAK_PAGES_PER_SEG);
   uint32_t bsize = _hak_class_size[cls];
   unsigned npages = _hak_class_pages[cls];
   s->free = NULL;
@@ -270,7 +285,9 @@ void _hak_slab_clear(hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
   size_t idx = hak_slab_index(s);
   unsigned n = s->npages;
-  hak_assert(n >= 1 && idx + n <= HAK_PAGES_PER_SEG && s->head_off == 0);   /* (mesh.c releases aliases and roots with phantoms counted in used) */
+  hak_assert_cmp(n, >=, 1);
+  hak_assert_cmp(idx + n, <=, HAK_PAGES_PER_SEG);
+  hak_assert_cmp(s->head_off, ==, 0);   /* (mesh.c releases aliases and roots with phantoms counted in used) */
   if (__atomic_load_n(&seg->mesh_pages, __ATOMIC_RELAXED) & ((uint64_t)1 << idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
   if (seg->nphantom[idx] != 0) _hak_scavenge_forget(s);
   for (unsigned i = 0; i < n; i++) {
@@ -291,6 +308,8 @@ void _hak_slab_clear(hak_slab_t* s) {
  * last slab in its segment (the segment may be gone). */
 static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
+  hak_assert_cmp(hak_load_relaxed(&s->xowner) & ~HAK_OWNER_FLAGS, ==, (uintptr_t)h);   /* only the owner releases */
+  hak_assert(hak_segmap_contains(seg));
   for (size_t c = 0; c < s->cls; c++)   /* no loan cursor may point at it: its segment may go */
     if (h->borrow[c] == s) h->borrow[c] = NULL;
   if (h->prof.armed[s->cls] == s) {   /* nor the profiler's cut slab (prof.c; its blocks set aside go with it) */

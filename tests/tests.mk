@@ -39,11 +39,12 @@ HT_L_glibc    :=
 
 HT_HDRS := tests/hak_test.h include/hakmem.h tests/tests.mk
 
-# $(call ht_c_prog,PROGRAM,VARIANT): build/tests/PROGRAM-VARIANT from tests/PROGRAM.c
+# $(call ht_c_prog,PROGRAM,VARIANT): build/tests/PROGRAM-VARIANT from tests/PROGRAM.c,
+# with HT_X_PROGRAM and HT_X_PROGRAM-VARIANT added to the flags where a program needs more
 define ht_c_prog
 $(HT_OUT)/$(1)-$(2): tests/$(1).c $(HT_HDRS) $(HT_L_$(2))
 	@mkdir -p $(HT_OUT)
-	$$(CC) $(HT_CFLAGS) $(HT_F_$(2)) $$< -o $$@ $(if $(HT_L_$(2)),$(call HT_WHOLE,$(HT_L_$(2)))) -ldl -lm
+	$$(CC) $(HT_CFLAGS) $(HT_F_$(2)) $(HT_X_$(1)) $(HT_X_$(1)-$(2)) $$< -o $$@ $(if $(HT_L_$(2)),$(call HT_WHOLE,$(HT_L_$(2)))) -ldl -lm
 HT_PROGS += $(HT_OUT)/$(1)-$(2)
 endef
 
@@ -55,8 +56,17 @@ $(foreach v,release debug hak glibc,$(eval $(call ht_c_prog,test-ctl,$(v))))
 $(foreach v,release debug tsan,$(eval $(call ht_c_prog,test-mesh,$(v))))
 $(foreach v,release glibc,$(eval $(call ht_c_prog,test-opts,$(v))))
 $(foreach v,release,$(eval $(call ht_c_prog,test-syscalls,$(v))))
-$(foreach v,release,$(eval $(call ht_c_prog,test-internal,$(v))))
-$(foreach v,release,$(eval $(call ht_c_prog,prof-test,$(v))))
+$(foreach v,release debug,$(eval $(call ht_c_prog,test-internal,$(v))))
+$(foreach v,release,$(eval $(call ht_c_prog,test-prof,$(v))))
+$(foreach v,release,$(eval $(call ht_c_prog,test-borrow,$(v))))
+$(foreach v,release,$(eval $(call ht_c_prog,test-lists,$(v))))
+$(foreach v,release,$(eval $(call ht_c_prog,test-policy,$(v))))
+$(foreach v,release,$(eval $(call ht_c_prog,test-scavenge,$(v))))
+$(foreach v,release,$(eval $(call ht_c_prog,test-thp,$(v))))
+# call sites are return addresses: no inlining or tail call may merge them
+HT_X_test-sites := -O1 -fno-omit-frame-pointer
+HT_X_test-sites-tsan := -DSITE_TSAN
+$(foreach v,release tsan,$(eval $(call ht_c_prog,test-sites,$(v))))
 
 # C++: linked with the shared library, and glibc-only for LD_PRELOAD.  The
 # run-time name (SONAME) of build/libhakmem.so gets a symlink in build/tests/,

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s all >/dev/null
 mkdir -p build/tests
-cc -O2 -fno-builtin -std=gnu11 -Iinclude -Itests tests/borrow-test.c build/libhakmem.a -pthread -o build/tests/borrow-test
-env -u HAKMEM_PROFILE build/tests/borrow-test
-env -u HAKMEM_PROFILE HAKMEM_LEND=0 build/tests/borrow-test   # off: no loan, new slabs
-env HAKMEM_PROFILE=speed build/tests/borrow-test                # off in the speed profile
+make -s build/tests/test-borrow-release >/dev/null
+env -u HAKMEM_PROFILE build/tests/test-borrow-release
+env -u HAKMEM_PROFILE HAKMEM_LEND=0 build/tests/test-borrow-release   # off: no loan, new slabs
+env HAKMEM_PROFILE=speed build/tests/test-borrow-release                # off in the speed profile

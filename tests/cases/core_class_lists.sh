@@ -8,5 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s all >/dev/null
 mkdir -p build/tests
-cc -O2 -fno-builtin -std=gnu11 -Iinclude -Itests tests/lists-test.c build/libhakmem.a -pthread -o build/tests/lists-test
-env -u HAKMEM_PROFILE build/tests/lists-test
+make -s build/tests/test-lists-release >/dev/null
+env -u HAKMEM_PROFILE build/tests/test-lists-release

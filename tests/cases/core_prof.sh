@@ -13,7 +13,7 @@
 set -euo pipefail
 . tests/cases/core_lib.sh
 command -v google-pprof >/dev/null || skip "google-pprof not installed (package google-perftools)"
-P=$T/prof-test-release
+P=$T/test-prof-release
 need "$P" "$T/prof-cxx-so" "$SO" "$B/hakmem" "$T/test-model-debug" "$T/test-threads-debug"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 

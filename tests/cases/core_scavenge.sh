@@ -8,7 +8,7 @@
 # back (no such line when scavenging is off, or HAKMEM_DECOMMIT=off stops
 # it).  A program that frees 90 % of its blocks at random and goes on
 # without growing gets the pages back on its release tick within a bound of
-# 30 s (2 s with the default delay; scavenge-test.c).  The threaded case (blocks checked word by word while other threads
+# 30 s (2 s with the default delay; test-scavenge.c).  The threaded case (blocks checked word by word while other threads
 # free into the slabs being scavenged, phantoms taken back by refills) runs
 # in core_threads_stress and, under TSan, core_threads_tsan.
 set -euo pipefail
@@ -35,8 +35,8 @@ HAKMEM_DECOMMIT=off HAKMEM_STATS=1 LD_PRELOAD=build/libhakmem.so /bin/true 2>"$t
 grep -q '^small: ' "$tmp/nodecommit" || { cat "$tmp/nodecommit"; echo "FAIL: no stats report"; exit 1; }
 grep -q '^scavenge: ' "$tmp/nodecommit" && { echo "FAIL: a scavenge line with HAKMEM_DECOMMIT=off"; exit 1; }
 # without growth: the release tick gives the pages back, no malloc_trim
-cc -O2 -fno-builtin -std=gnu11 -Iinclude -Itests tests/scavenge-test.c build/libhakmem.a -pthread -o "$tmp/scavenge-test"
-env -u HAKMEM_PROFILE "$tmp/scavenge-test"
-env -u HAKMEM_PROFILE HAKMEM_SCAVENGE=0 "$tmp/scavenge-test"
-env HAKMEM_PROFILE=lean "$tmp/scavenge-test"
+make -s build/tests/test-scavenge-release >/dev/null
+env -u HAKMEM_PROFILE build/tests/test-scavenge-release
+env -u HAKMEM_PROFILE HAKMEM_SCAVENGE=0 build/tests/test-scavenge-release
+env HAKMEM_PROFILE=lean build/tests/test-scavenge-release
 echo "scavenging: ok"

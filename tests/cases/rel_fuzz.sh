@@ -7,7 +7,8 @@
 # crash, model mismatch, sanitizer report, timeout or out-of-memory.
 #
 # The library is compiled again for this: src/unity.c with clang, the
-# `make asan` flags (read from the Makefile) and -fsanitize=fuzzer-no-link,
+# `make asan` flags (read from the Makefile) with the debug build's
+# assertions (HAK_DEBUG=2) and -fsanitize=fuzzer-no-link,
 # so libFuzzer sees hakmem's branches (build/asan/libhakmem.a is built by
 # gcc, without coverage: it links and runs, but the fuzzer is then blind to
 # the library and only sees its own 4 branches).  FUZZ_LIB=asan fuzzes with
@@ -38,6 +39,9 @@ if [[ ${FUZZ_LIB:-clang} == asan ]]; then
 else
   asan_cflags=$(make -s --no-print-directory --eval='rel-print-asan-cflags: ; @echo $(ASAN_CFLAGS)' rel-print-asan-cflags)
   [[ $asan_cflags == *-fsanitize=address* ]] || die "cannot read ASAN_CFLAGS from the Makefile: '$asan_cflags'"
+  # every assertion, the expensive walks too (the debug build's level): the
+  # fuzzer's sequences reach states the other tests do not
+  asan_cflags=${asan_cflags/-DHAK_DEBUG=1/-DHAK_DEBUG=2}
   lib=$FZ/hakmem-fuzz.o
   stale=0
   [[ -e $lib ]] || stale=1

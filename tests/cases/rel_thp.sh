@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s all >/dev/null
 mkdir -p build/tests
-cc -O2 -fno-builtin -std=gnu11 -Iinclude -Itests tests/thp-test.c build/libhakmem.a -pthread -o build/tests/thp-test
-T=build/tests/thp-test
+make -s build/tests/test-thp-release >/dev/null
+T=build/tests/test-thp-release
 run() { echo "+ $*"; env -u HAKMEM_PROFILE -u HAKMEM_THP "$@"; }
 for m in auto always never; do
   run HAKMEM_THP=$m $T big

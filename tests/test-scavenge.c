@@ -8,7 +8,7 @@
  * nothing is given back.  Asserted on RSS and counts; the wait is a bound
  * (30 s) on a delay of 2 s, not a timing.
  *
- * usage: scavenge-test */
+ * usage: test-scavenge */
 #include "hak_test.h"
 #include "hakmem.h"
 #include "stats_report.h"
@@ -20,7 +20,7 @@ static size_t rss_bytes(void) {
   FILE* f = fopen("/proc/self/statm", "r");
   unsigned long pages = 0, res = 0;
   if (f == NULL || fscanf(f, "%lu %lu", &pages, &res) != 2) {
-    fprintf(stderr, "scavenge-test: /proc/self/statm unreadable\n");
+    fprintf(stderr, "test-scavenge: /proc/self/statm unreadable\n");
     exit(2);
   }
   fclose(f);
@@ -79,7 +79,7 @@ int main(void) {
       }
     free(blk[i]);
   }
-  printf("scavenge-test (%s): RSS %zu MB filled, %zu MB after 90 %% freed, %zu MB after %.1f s; %llu pages given back\n",
+  printf("test-scavenge (%s): RSS %zu MB filled, %zu MB after 90 %% freed, %zu MB after %.1f s; %llu pages given back\n",
          on ? "on" : "off", rss_full >> 20, rss0 >> 20, rss >> 20, waited, given - given0);
   if (on && !(rss <= rss0 - rss0 / 3 && given > given0)) {
     printf("  FAILED RSS did not drop by a third within 30 s without malloc_trim\n");

@@ -1,5 +1,5 @@
 /* Huge pages (src/thp.c): which memory hakmem advises MADV_HUGEPAGE.
- * One scenario per run (thp-test NAME); linked against build/libhakmem.a.
+ * One scenario per run (test-thp NAME); linked against build/libhakmem.a.
  * What is asserted is hakmem's advice, read back from the VmFlags of
  * /proc/self/smaps ("hg" = MADV_HUGEPAGE, "nh" = MADV_NOHUGEPAGE), and RSS:
  * whether the kernel then finds free 2 MiB pages depends on the machine, so
@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(t, "large")) t_large();
   else if (!strcmp(t, "medium")) t_medium();
   else {
-    fprintf(stderr, "usage: thp-test big|threads|demote|large|medium\n");
+    fprintf(stderr, "usage: test-thp big|threads|demote|large|medium\n");
     return 2;
   }
   printf("%s (HAKMEM_THP=%s): %s\n", t, mode, ht_failures ? "FAILED" : "ok");

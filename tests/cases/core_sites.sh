@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s all tsan >/dev/null
 mkdir -p build/tests
-cc -O1 -fno-builtin -fno-omit-frame-pointer -std=gnu11 -Iinclude -Itests tests/site-test.c build/libhakmem.a -pthread -o build/tests/site-test
-T=build/tests/site-test
+make -s build/tests/test-sites-release build/tests/test-sites-tsan >/dev/null
+T=build/tests/test-sites-release
 run() { echo "+ $*"; env -u HAKMEM_PROFILE "$@"; }
 
 run HAKMEM_LEARN=1 $T identity
@@ -63,12 +63,5 @@ ns=$(sed -n 's/.*page fault measured at \([0-9]*\) ns.*/\1/p' <<<"$line")
 if [[ -z $ns ]] || ((ns < 100 || ns > 20000)); then echo "FAIL: no measured page-fault cost in the report: $line"; exit 1; fi
 
 # threads under TSan (hak_ names, TSan build of the library)
-if clang -fsanitize=thread -O1 -g -std=gnu11 -DSITE_TSAN -Iinclude -Itests tests/site-test.c build/tsan/libhakmem.a -pthread \
-     -o build/tests/site-test-tsan 2>/dev/null ||
-   gcc -fsanitize=thread -O1 -g -std=gnu11 -DSITE_TSAN -Iinclude -Itests tests/site-test.c build/tsan/libhakmem.a -pthread \
-     -o build/tests/site-test-tsan; then
-  run TSAN_OPTIONS="halt_on_error=1 exitcode=66" HAKMEM_LEARN=1 build/tests/site-test-tsan threads
-else
-  echo "FAIL: cannot build the TSan test"; exit 1
-fi
+run TSAN_OPTIONS="halt_on_error=1 exitcode=66" HAKMEM_LEARN=1 build/tests/test-sites-tsan threads
 echo "site learning: all scenarios passed"

@@ -11,7 +11,7 @@
  * never on time: in the steady phase, refills per malloc stay below BOUND.
  * The run is deterministic (a fixed seed, one thread).
  *
- * usage: lists-test [slots [ops]]   (default 200000 blocks, 4000000 ops) */
+ * usage: test-lists [slots [ops]]   (default 200000 blocks, 4000000 ops) */
 #include "hak_test.h"
 #include "hakmem.h"
 #include "stats_report.h"
@@ -28,7 +28,7 @@ static void counts(unsigned long long* mallocs, unsigned long long* refills) {
   char* buf = ht_stats_report();
   const char* line = strstr(buf, "\nsmall: mallocs=");
   if (line == NULL || sscanf(line, "\nsmall: mallocs=%llu refills=%llu", mallocs, refills) != 2) {
-    fprintf(stderr, "lists-test: no 'small: mallocs= refills=' line in the stats report:\n%s\n", buf);
+    fprintf(stderr, "test-lists: no 'small: mallocs= refills=' line in the stats report:\n%s\n", buf);
     exit(2);
   }
   free(buf);
@@ -74,6 +74,6 @@ int main(int argc, char** argv) {
     printf("FAILED: %.2f %% of mallocs took the refill path (bound %.0f %%)\n", 100.0 * share, 100.0 * BOUND);
     return 1;
   }
-  printf("lists-test: ok\n");
+  printf("test-lists: ok\n");
   return 0;
 }

@@ -11,7 +11,7 @@
  * Asserted on counts from the stats report ("slab_pages=", "borrowed=") and
  * on the blocks themselves, never on time; one thread, fixed seed.
  *
- * usage: borrow-test [blocks]   (default 200000) */
+ * usage: test-borrow [blocks]   (default 200000) */
 #include "hak_test.h"
 #include "hakmem.h"
 #include "stats_report.h"
@@ -29,7 +29,7 @@ static void counts(unsigned long long* pages, unsigned long long* borrowed) {
   const char* bp = line ? strstr(line, "borrowed=") : NULL;
   const char* rp = line ? strstr(line, "refills=") : NULL;
   if (sp == NULL || sscanf(sp, "slab_pages=%llu", pages) != 1 || rp == NULL || sscanf(rp, "refills=%llu", &refills) != 1) {
-    fprintf(stderr, "borrow-test: no 'slab_pages=' or 'refills=' in the stats report:\n%s\n", buf);
+    fprintf(stderr, "test-borrow: no 'slab_pages=' or 'refills=' in the stats report:\n%s\n", buf);
     exit(2);
   }
   if (bp == NULL || sscanf(bp, "borrowed=%llu", borrowed) != 1) *borrowed = 0;
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   unsigned long long b3;
   counts(&p2, &b3);
   r1 = refills;
-  printf("borrow-test: a steady cycle of %ld malloc/free pairs: %llu refills, %llu loans\n", cycle, r1 - r0, b3 - b2);
+  printf("test-borrow: a steady cycle of %ld malloc/free pairs: %llu refills, %llu loans\n", cycle, r1 - r0, b3 - b2);
   EXPECT(r1 - r0 < (unsigned long long)cycle / 100, "a steady cycle took the refill path %llu times in %ld mallocs",
          r1 - r0, cycle);
   for (int i = 0; i < 64; i++) free(ring[i]);
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     al[i] = aligned_alloc(32, 32);
     if (al[i] == NULL || ((uintptr_t)al[i] & 31)) misaligned++;
   }
-  printf("borrow-test: %zu blocks of 40 B, %zu freed at random, then %zu of 28 B: slab pages %llu -> %llu, "
+  printf("test-borrow: %zu blocks of 40 B, %zu freed at random, then %zu of 28 B: slab pages %llu -> %llu, "
          "lent blocks %llu\n", n, freed, k, p0, p1, b1 - b0);
   /* without lending, the 28-byte blocks take k*32 bytes of new slabs: about
    * 68 pages of 64 KiB for 140,000 of them (measured: 14 with lending, as a
@@ -153,6 +153,6 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 256; i++) free(al[i]);
   free(old);
   free(nu);
-  printf("borrow-test: %s\n", failures ? "FAILED" : "ok");
+  printf("test-borrow: %s\n", failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
 }

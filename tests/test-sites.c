@@ -26,7 +26,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#ifdef SITE_TSAN
+#if defined SITE_TSAN && !defined HT_HAK
 #define HT_HAK   /* hak_ names: the TSan build of the library has no malloc override */
 #endif
 #include "hak_test.h"   /* CHECKF, ht_failures, t_malloc/t_free */
@@ -303,7 +303,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(t, "ring") && argc > 2) t_ring(argv[2]);
   else if (!strcmp(t, "threads")) t_threads();
   else {
-    fprintf(stderr, "usage: site-test SCENARIO\n");
+    fprintf(stderr, "usage: test-sites SCENARIO\n");
     return 2;
   }
   printf("%s: %s\n", t, ht_failures ? "FAILED" : "ok");

@@ -1,7 +1,7 @@
 /* Tests of the large-block and release machinery (BigCache and its
  * cross-size reuse, release batch, decommit modes, profiles, malloc_trim,
  * THP, OS calls in steady state).
- * Linked against build/libhakmem.a; one scenario per run: release-test NAME.
+ * Linked against build/libhakmem.a; one scenario per run: test-policy NAME.
  * The case script sets the environment (profiles, overrides) per scenario. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -390,7 +390,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(t, "thp")) t_thp();
   else if (!strcmp(t, "profile") && argc == 5) t_profile(argv[2], argv[3], atoll(argv[4]));
   else {
-    fprintf(stderr, "usage: release-test SCENARIO\n");
+    fprintf(stderr, "usage: test-policy SCENARIO\n");
     return 2;
   }
   printf("%s: %s\n", t, ht_failures ? "FAILED" : "ok");

@@ -10,8 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s all >/dev/null
 mkdir -p build/tests
-cc -O2 -fno-builtin -std=gnu11 -Iinclude -Itests tests/release-test.c build/libhakmem.a -pthread -o build/tests/release-test
-T=build/tests/release-test
+make -s build/tests/test-policy-release >/dev/null
+T=build/tests/test-policy-release
 run() { echo "+ $*"; env -u HAKMEM_PROFILE "$@"; }
 
 run $T bigcache_hit
