@@ -549,6 +549,8 @@ void _hak_secure_large_flush(void);
 size_t _hak_secure_large_held(void);
 hak_segment_t* _hak_secure_large_take(size_t need);
 void _hak_secure_large_fork(int stage);
+void _hak_secure_check_write(const void* d, size_t n, const char* op);
+void* _hak_secure_memcpy(void* d, const void* s, size_t n);
 void* _hak_zero_alloc(void);
 bool _hak_zero_free(hak_segment_t* seg, void* p, const char* op);
 int  _hak_zero_state(hak_segment_t* seg, const void* p);

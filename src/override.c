@@ -37,6 +37,12 @@ void* __libc_memalign(size_t a, size_t n) HAK_ALIAS(hak_memalign);
 
 void free_aligned_sized(void* p, size_t a, size_t n) HAK_ALIAS(hak_free_aligned_sized);
 
+#if HAK_SECURE
+/* the secure build's guarded memcpy (secure.c): a copy into a block must
+ * stay inside its request */
+void* memcpy(void* restrict d, const void* restrict s, size_t n) HAK_ALIAS(_hak_secure_memcpy);
+#endif
+
 hak_api struct mallinfo mallinfo(void) {
   struct mallinfo2 m2 = hak_mallinfo2();
   struct mallinfo m;

@@ -228,6 +228,77 @@ void _hak_secure_shuffle(void** v, size_t n) {
   }
 }
 
+/* Guarded memcpy: the secure library's memcpy (override.c) checks that the
+ * bytes it writes lie inside one live block's request when the destination
+ * is in a hakmem segment (one byte past it is an overflow, one byte before it
+ * an underflow, a freed block a write after free), then copies.  A copy is
+ * where most overflows of a heap buffer happen, and it runs before anything
+ * else sees the damage: the suite's programs that overrun a block with
+ * memcpy and never free it are caught only here (issue #30).  The check is
+ * a segment-map byte for a destination outside the heap, and a slab lookup,
+ * a multiply (the block index, by the slab's reciprocal) and the trailer
+ * for one inside.  Only calls through the PLT come here: the compiler's
+ * inline copies of a constant size, and libc's calls inside itself, do not.
+ * The copy itself is libc's memmove (glibc's memcpy and memmove are the
+ * same code for copies that do not overlap), named so that the compiler
+ * does not turn it back into a call to memcpy, which is this function. */
+extern void* hak_libc_memmove(void* d, const void* s, size_t n) __asm__("memmove");
+
+_Noreturn hak_cold static void copy_outside(const char* op, const void* d, size_t n, const void* b, size_t req) {
+  if (b == NULL)
+    _hak_fatal("hakmem: %s(): write of %zu bytes at %p outside any block (heap overflow or underflow)\n", op, n, d);
+  if ((const uint8_t*)d < (const uint8_t*)b)
+    _hak_fatal("hakmem: heap underflow detected in %s(): write of %zu bytes at %p starts %zu bytes below block %p\n", op,
+               n, d, (size_t)((const uint8_t*)b - (const uint8_t*)d), b);
+  _hak_fatal("hakmem: heap overflow detected in %s(): write of %zu bytes at %p runs %zu bytes past the %zu requested "
+             "bytes of block %p\n", op, n, d, (size_t)((const uint8_t*)d + n - ((const uint8_t*)b + req)), req, b);
+}
+_Noreturn hak_cold static void copy_freed(const char* op, const void* d, size_t n, const void* b) {
+  _hak_fatal("hakmem: write after free detected in %s(): write of %zu bytes at %p into freed block %p\n", op, n, d, b);
+}
+
+/* The n bytes written at d (d in a hakmem segment, n > 0) lie in one live
+ * block's request, or the program is stopped with a report. */
+void _hak_secure_check_write(const void* d, size_t n, const char* op) {
+  hak_segment_t* seg = hak_segment_of(d);
+  const uint8_t* p = d;
+  const uint8_t* b;
+  size_t req;
+  if (seg->kind == HAK_SEG_LARGE) {
+    /* a large block's mapping may end before the next 4 MiB: what follows
+     * it there is another mapping, not hakmem's */
+    if ((size_t)(p - (const uint8_t*)seg) >= seg->map_size) return;
+    b = (const uint8_t*)seg + seg->large_off;
+    if (p >= b && hak_load_relaxed(&seg->used_pages) != 1) copy_freed(op, d, n, b);   /* in the large quarantine */
+    req = _hak_large_usable(seg);   /* up to the guard page, as malloc_usable_size says */
+    if (hak_likely(p >= b && n <= req && (size_t)(p - b) <= req - n)) return;
+    copy_outside(op, d, n, b, req);
+  }
+  if (seg->kind != HAK_SEG_SMALL) copy_outside(op, d, n, NULL, 0);   /* zero-size blocks: no byte to write */
+  hak_slab_t* s = &seg->slabs[((uintptr_t)d >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
+  if (hak_load_acquire(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
+  uintptr_t xo = hak_load_acquire(&s->xowner);
+  size_t off = (size_t)(p - hak_slab_start(s));
+  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL || off >= hak_slab_limit(s)) copy_outside(op, d, n, NULL, 0);
+  uint32_t bsize = s->bsize;
+  b = hak_slab_start(s) + (size_t)(((unsigned __int128)off * s->recip) >> 64) * bsize;
+  int st = _hak_secure_state(s, b, &req);
+  if (hak_likely(st == HAK_SEC_LIVE && n <= req && (size_t)(p - b) <= req - n)) return;
+  /* a write that starts past b's request and reaches its trailer or the
+   * next block is an underflow of the next block (p[-1] = ...); every
+   * block that was never handed out (block 0 of each slab, the uncarved
+   * rest) reads as free */
+  if ((st != HAK_SEC_LIVE || p >= b + req) && p + n > b + bsize - 8) copy_outside(op, d, n, b + bsize, 0);
+  if (st == HAK_SEC_FREE || st == HAK_SEC_REMOTE) copy_freed(op, d, n, b);
+  if (st != HAK_SEC_LIVE) copy_outside(op, d, n, NULL, 0);   /* a broken trailer */
+  copy_outside(op, d, n, b, req);
+}
+
+void* _hak_secure_memcpy(void* d, const void* s, size_t n) {
+  if (hak_segmap_contains(d) && n != 0) _hak_secure_check_write(d, n, "memcpy");
+  return hak_libc_memmove(d, s, n);
+}
+
 /* Guard pages of a new SuperSlab: the top of page 0 (below the first slab)
  * and the whole last page (above the last slab) are inaccessible, and so is
  * every slab page until a slab first takes it (_hak_secure_slab_pages,
