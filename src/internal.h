@@ -230,6 +230,7 @@ typedef struct hak_segment_s {
   uint32_t ring_site;                /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
   uint8_t thp;                       /* small: halves advised MADV_HUGEPAGE (bits 0-1); large: 1 when advised, mapped exactly; thp.c */
   uint8_t prof;                      /* large: the block is a heap-profile sample (prof.c), its free is recorded */
+  uint8_t sec_array;                 /* secure, large: the block is from C++ operator new[] (secure.c) */
   uint64_t site_clock;               /* site clock at allocation */
   /* small segments: slabs (bit = index of the head page) that got their
    * first remote free since their owner last collected them; set by the
@@ -550,6 +551,8 @@ size_t _hak_secure_large_held(void);
 hak_segment_t* _hak_secure_large_take(size_t need);
 void _hak_secure_large_fork(int stage);
 void _hak_secure_check_write(const void* d, size_t n, const char* op);
+void _hak_secure_new_array(void* p);
+void _hak_secure_delete_array(void* p, const char* op);
 void* _hak_secure_memcpy(void* d, const void* s, size_t n);
 void* _hak_zero_alloc(void);
 bool _hak_zero_free(hak_segment_t* seg, void* p, const char* op);
@@ -591,6 +594,11 @@ hak_inline int _hak_zero_state(hak_segment_t* seg, const void* p) { (void)seg, (
 #define HAK_SEC_T_FREE    0   /* on a free list (or freshly carved) */
 #define HAK_SEC_T_REMOTE  1   /* freed by another thread: on a remote list, or on the owner's list since it took that */
 #define HAK_SEC_T_QUAR    2   /* freed, held in a thread's quarantine (quarantine.c) */
+/* added to a live trailer while the block is from C++ operator new[]
+ * (secure.c, _hak_secure_new_array): delete[] takes it off, and a free or
+ * delete of a block that still carries it is a mismatch (its own check
+ * fails); the check of the block below lets it pass (hak_sec_trailer_valid) */
+#define HAK_SEC_ARRAY     ((uint64_t)1 << 62)
 
 /* site.c */
 #define HAK_SITES 1024
@@ -860,7 +868,7 @@ hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, size_t req) 
 typedef uint64_t hak_v2u64 __attribute__((vector_size(16), aligned(8), may_alias));
 extern uint64_t (*_hak_secure_fill_diff_long)(const uint8_t* p, size_t len, uint64_t f);   /* len > 64 */
 hak_inline bool hak_sec_trailer_valid(const uint8_t* b, uint32_t bsize, uint64_t t) {
-  return t <= HAK_SEC_T_QUAR || t - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS <= bsize - HAK_SEC_LIVE_BIAS;
+  return t <= HAK_SEC_T_QUAR || ((t - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS) & ~HAK_SEC_ARRAY) <= bsize - HAK_SEC_LIVE_BIAS;
 }
 /* Fill len bytes at p (len a multiple of 8, at least 8) with f, and the
  * bits by which those bytes differ from it (0: all fill).  Up to 64 bytes,

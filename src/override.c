@@ -89,28 +89,60 @@ static hak_noinline void* cxx_new_fail(size_t n, size_t align, bool nothrow) {
   return cxx_new_fail((n), (al), (nt));
 
 hak_api void* _Znwm(size_t n) { NEW_BODY(n, 0, false) }
-hak_api void* _Znam(size_t n) { NEW_BODY(n, 0, false) }
 hak_api void* _ZnwmRKSt9nothrow_t(size_t n, const void* nt) { (void)nt; NEW_BODY(n, 0, true) }
-hak_api void* _ZnamRKSt9nothrow_t(size_t n, const void* nt) { (void)nt; NEW_BODY(n, 0, true) }
 hak_api void* _ZnwmSt11align_val_t(size_t n, size_t al) { NEW_BODY(n, al, false) }
-hak_api void* _ZnamSt11align_val_t(size_t n, size_t al) { NEW_BODY(n, al, false) }
 hak_api void* _ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void* nt) { (void)nt; NEW_BODY(n, al, true) }
-hak_api void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void* nt) { (void)nt; NEW_BODY(n, al, true) }
 
 void _ZdlPv(void* p) HAK_ALIAS(hak_free);
-void _ZdaPv(void* p) HAK_ALIAS(hak_free);
 /* sized delete: the size is checked against the block (sized_check) */
 hak_api void _ZdlPvm(void* p, size_t n) {
   sized_check(p, n, true, "operator delete");
   hak_free_inline(p, "operator delete");
 }
-void _ZdaPvm(void* p, size_t n) HAK_ALIAS(_ZdlPvm);
 hak_api void _ZdlPvRKSt9nothrow_t(void* p, const void* nt) { (void)nt; hak_free(p); }
-hak_api void _ZdaPvRKSt9nothrow_t(void* p, const void* nt) { (void)nt; hak_free(p); }
 hak_api void _ZdlPvSt11align_val_t(void* p, size_t al) { (void)al; hak_free(p); }
-hak_api void _ZdaPvSt11align_val_t(void* p, size_t al) { (void)al; hak_free(p); }
 void _ZdlPvmSt11align_val_t(void* p, size_t n, size_t al) HAK_ALIAS(hak_free_aligned_sized_cxx);
-void _ZdaPvmSt11align_val_t(void* p, size_t n, size_t al) HAK_ALIAS(hak_free_aligned_sized_cxx);
 hak_api void _ZdlPvSt11align_val_tRKSt9nothrow_t(void* p, size_t al, const void* nt) { (void)al; (void)nt; hak_free(p); }
+
+#if HAK_SECURE
+/* The secure build marks a block from new[] and checks the mark at delete[]
+ * (secure.c): new[] and delete[] must pair. */
+hak_inline void* array_new(size_t n, size_t al, bool nt) { NEW_BODY(n, al, nt) }
+hak_api void* _Znam(size_t n) { void* p = array_new(n, 0, false); _hak_secure_new_array(p); return p; }
+hak_api void* _ZnamRKSt9nothrow_t(size_t n, const void* nt) { (void)nt; void* p = array_new(n, 0, true); _hak_secure_new_array(p); return p; }
+hak_api void* _ZnamSt11align_val_t(size_t n, size_t al) { void* p = array_new(n, al, false); _hak_secure_new_array(p); return p; }
+hak_api void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void* nt) {
+  (void)nt;
+  void* p = array_new(n, al, true);
+  _hak_secure_new_array(p);
+  return p;
+}
+hak_api void _ZdaPv(void* p) {
+  _hak_secure_delete_array(p, "operator delete[]");
+  hak_free_inline(p, "operator delete[]");
+}
+hak_api void _ZdaPvm(void* p, size_t n) {
+  _hak_secure_delete_array(p, "operator delete[]");
+  sized_check(p, n, true, "operator delete[]");
+  hak_free_inline(p, "operator delete[]");
+}
+hak_api void _ZdaPvRKSt9nothrow_t(void* p, const void* nt) { (void)nt; _ZdaPv(p); }
+hak_api void _ZdaPvSt11align_val_t(void* p, size_t al) { (void)al; _ZdaPv(p); }
+hak_api void _ZdaPvmSt11align_val_t(void* p, size_t n, size_t al) {
+  _hak_secure_delete_array(p, "operator delete[]");
+  hak_free_aligned_sized_cxx(p, n, al);
+}
+hak_api void _ZdaPvSt11align_val_tRKSt9nothrow_t(void* p, size_t al, const void* nt) { (void)al, (void)nt; _ZdaPv(p); }
+#else
+hak_api void* _Znam(size_t n) { NEW_BODY(n, 0, false) }
+hak_api void* _ZnamRKSt9nothrow_t(size_t n, const void* nt) { (void)nt; NEW_BODY(n, 0, true) }
+hak_api void* _ZnamSt11align_val_t(size_t n, size_t al) { NEW_BODY(n, al, false) }
+hak_api void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void* nt) { (void)nt; NEW_BODY(n, al, true) }
+void _ZdaPv(void* p) HAK_ALIAS(hak_free);
+void _ZdaPvm(void* p, size_t n) HAK_ALIAS(_ZdlPvm);
+hak_api void _ZdaPvRKSt9nothrow_t(void* p, const void* nt) { (void)nt; hak_free(p); }
+hak_api void _ZdaPvSt11align_val_t(void* p, size_t al) { (void)al; hak_free(p); }
+void _ZdaPvmSt11align_val_t(void* p, size_t n, size_t al) HAK_ALIAS(hak_free_aligned_sized_cxx);
 hak_api void _ZdaPvSt11align_val_tRKSt9nothrow_t(void* p, size_t al, const void* nt) { (void)al; (void)nt; hak_free(p); }
+#endif
 #endif /* HAK_NO_OVERRIDE */

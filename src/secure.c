@@ -90,7 +90,7 @@ static uint64_t* trailer(const hak_slab_t* s, const void* b) { return (uint64_t*
 static int state_of(const hak_slab_t* s, const void* b, uint64_t t, size_t* req) {
   if (t == T_FREE || t == T_QUAR) return HAK_SEC_FREE;
   if (t == T_REMOTE) return HAK_SEC_REMOTE;
-  uint64_t x = t - hak_sec_cookie(b);
+  uint64_t x = (t - hak_sec_cookie(b)) & ~HAK_SEC_ARRAY;   /* (live either way: from new[] or not) */
   if (x < HAK_SEC_LIVE_BIAS || x > s->bsize) return HAK_SEC_BROKEN;
   *req = (size_t)(x - HAK_SEC_LIVE_BIAS);
   return HAK_SEC_LIVE;
@@ -123,7 +123,7 @@ __attribute__((noipa)) void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b,
  * request that fits the block. */
 static bool trailer_valid(const void* b, uint32_t bsize, uint64_t t) {
   if (t <= T_QUAR) return true;
-  uint64_t x = t - hak_sec_cookie(b);
+  uint64_t x = (t - hak_sec_cookie(b)) & ~HAK_SEC_ARRAY;
   return x >= HAK_SEC_LIVE_BIAS && x <= bsize;
 }
 
@@ -142,6 +142,8 @@ static size_t check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
   if (st == HAK_SEC_BROKEN)
     _hak_fatal("hakmem: heap overflow detected at the end of block %p (size %u): trailer overwritten, in %s()\n",
                b, s->bsize, op);
+  if (t - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS >= HAK_SEC_ARRAY)   /* still marked: delete[] did not free it */
+    _hak_fatal("hakmem: %s(): block %p was allocated by operator new[] (free it with delete[])\n", op, b);
   const uint8_t* from = (uint8_t*)b + req;
   size_t room = s->bsize - 8 - req;   /* canary bytes: up to CANARY, before the trailer */
   if (hak_likely(((hak_load64(from) ^ HAK_SEC_CANARY64) & hak_sec_canary_mask(room)) == 0)) goto below;
@@ -226,6 +228,57 @@ void _hak_secure_shuffle(void** v, size_t n) {
     v[i - 1] = v[j];
     v[j] = t;
   }
+}
+
+/* C++ new[] and delete[] must pair: a block from new[] freed by delete (or
+ * free), or a block from new (or malloc) freed by delete[], is reported.
+ * Only the array calls pay: new[] adds HAK_SEC_ARRAY to the block's live
+ * trailer (a large block: a flag in its header), delete[] checks it and
+ * takes it off before the ordinary free; a plain free or delete of a block
+ * that still carries it fails the free's own trailer check, and the slow
+ * path (check_live) names the mismatch.  delete[] of a new'd char passes no
+ * size (char has no destructor), so only such a mark can tell. */
+static uint64_t* live_trailer(void* p, uint32_t* bsize) {
+  hak_segment_t* seg = hak_segment_of(p);
+  hak_slab_t* s = &seg->slabs[((uintptr_t)p >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
+  if (hak_load_acquire(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
+  uintptr_t xo = hak_load_acquire(&s->xowner);
+  size_t off = (size_t)((uint8_t*)p - hak_slab_start(s));
+  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL || off >= hak_slab_limit(s) || !hak_is_block_start(s, off))
+    return NULL;   /* no block: free reports it */
+  *bsize = s->bsize;
+  return trailer(s, p);
+}
+
+void _hak_secure_new_array(void* p) {
+  if (p == NULL || !hak_segmap_contains(p)) return;
+  hak_segment_t* seg = hak_segment_of(p);
+  uint32_t bsize;
+  uint64_t* t;
+  if (seg->kind == HAK_SEG_LARGE) seg->sec_array = 1;
+  else if (seg->kind == HAK_SEG_SMALL && (t = live_trailer(p, &bsize)) != NULL) hak_store64(t, hak_load64(t) + HAK_SEC_ARRAY);
+}
+
+void _hak_secure_delete_array(void* p, const char* op) {
+  if (p == NULL || !hak_segmap_contains(p)) return;
+  hak_segment_t* seg = hak_segment_of(p);
+  uint32_t bsize;
+  uint64_t* t;
+  if (seg->kind == HAK_SEG_LARGE) {
+    if ((uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1) return;   /* free reports */
+    if (!seg->sec_array) goto mismatch;
+    seg->sec_array = 0;
+    return;
+  }
+  if (seg->kind != HAK_SEG_SMALL || (t = live_trailer(p, &bsize)) == NULL) return;
+  uint64_t x = hak_load64(t) - hak_sec_cookie(p) - HAK_SEC_LIVE_BIAS;
+  if (x - HAK_SEC_ARRAY <= bsize - HAK_SEC_LIVE_BIAS) {
+    hak_store64(t, hak_load64(t) - HAK_SEC_ARRAY);
+    return;
+  }
+  if (x > bsize - HAK_SEC_LIVE_BIAS) return;   /* not live: free reports */
+mismatch:
+  _hak_fatal("hakmem: %s(): block %p was not allocated by operator new[] (free it with delete)\n", op, p);
 }
 
 /* Guarded memcpy: the secure library's memcpy (override.c) checks that the
@@ -333,11 +386,15 @@ bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) {
 _Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR - LARGE_CANARY, "the canary below a large block is slack");
 
 void _hak_secure_large_alloc(hak_segment_t* seg) {
+  seg->sec_array = 0;
   uint64_t* c = (uint64_t*)((uint8_t*)seg + seg->large_off - LARGE_CANARY);
   for (int i = 0; i < LARGE_CANARY / 8; i++) c[i] = hak_sec_cookie(&c[i]);
 }
 
 void _hak_secure_large_check(hak_segment_t* seg, const char* op) {
+  if (seg->sec_array)   /* from new[], not freed by delete[] (above) */
+    _hak_fatal("hakmem: %s(): block %p was allocated by operator new[] (free it with delete[])\n", op,
+               (void*)((uint8_t*)seg + seg->large_off));
   if (seg->huge_aligned) return;   /* its own mapping, no canary */
   const uint64_t* c = (const uint64_t*)((uint8_t*)seg + seg->large_off - LARGE_CANARY);
   for (int i = 0; i < LARGE_CANARY / 8; i++)
