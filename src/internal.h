@@ -903,6 +903,18 @@ hak_inline uint64_t hak_sec_fill_diff(const uint8_t* p, size_t len, uint64_t f) 
   }
   return acc[0] | acc[1];
 }
+/* The 32 bytes after the canary, where the block has them before its
+ * trailer: still fill (carving and every free left the whole block fill, and
+ * malloc writes only the canary after the request), so an overflow that
+ * skips the canary (p[n + 31] = x) is found there too.  Two 16-byte loads
+ * on the line or two past the canary's; a block with less room has its
+ * trailer within 32 bytes of the request, where such a write lands. */
+#define HAK_SEC_SLACK_END (8 + 8 + 32)   /* trailer, canary, window: bytes past the request */
+hak_inline uint64_t hak_sec_slack_diff(const uint8_t* w, uint64_t f) {
+  hak_v2u64 fv = { f, f };
+  hak_v2u64 acc = (*(const hak_v2u64*)w ^ fv) | (*(const hak_v2u64*)(w + 16) ^ fv);
+  return acc[0] | acc[1];
+}
 hak_inline size_t hak_secure_enter(hak_slab_t* s, void* b, size_t off, const char* op) {
   uint8_t* p = (uint8_t*)b;
   uint32_t bsize = s->bsize;
@@ -910,7 +922,8 @@ hak_inline size_t hak_secure_enter(hak_slab_t* s, void* b, size_t off, const cha
   uint64_t req = t - hak_sec_cookie(p) - HAK_SEC_LIVE_BIAS;   /* (wraps when not live) */
   if (hak_unlikely(req > bsize - HAK_SEC_LIVE_BIAS ||
                    ((hak_load64(p + req) ^ HAK_SEC_CANARY64) & hak_sec_canary_mask(bsize - 8 - req)) != 0 ||
-                   off < bsize || !hak_sec_trailer_valid(p - bsize, bsize, hak_load64(p - 8))))
+                   off < bsize || !hak_sec_trailer_valid(p - bsize, bsize, hak_load64(p - 8)) ||
+                   (req + HAK_SEC_SLACK_END <= bsize && hak_sec_slack_diff(p + req + 8, _hak_secure_fill64) != 0)))
     _hak_secure_free_failed(s, b, t, op);
   size_t len = (req + 8 + 7) & ~(size_t)7;   /* request and canary ... */
   if (len > bsize - 8) len = bsize - 8;      /* ... up to the trailer */

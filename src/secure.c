@@ -61,12 +61,27 @@ __attribute__((target("avx2"))) static uint64_t fill_diff_avx2(const uint8_t* p,
   if (end - p > 64) acc |= (*(const hak_v4u64*)p ^ fv) | (*(const hak_v4u64*)(p + 32) ^ fv);
   return acc[0] | acc[1] | acc[2] | acc[3];
 }
+/* With the zero fill (the default) a byte differs from the fill when it is
+ * not zero: the loads are ORed together, no XOR (half the vector
+ * instructions of the loop above: random_mixed went from 491 to 472
+ * instructions an operation), and one VPTEST says whether any bit is set. */
+__attribute__((target("avx2"))) static uint64_t zero_diff_avx2(const uint8_t* p, size_t len, uint64_t f) {
+  (void)f;
+  const uint8_t* end = p + len;
+  hak_v4u64 acc = *(const hak_v4u64*)(end - 64) | *(const hak_v4u64*)(end - 32);
+  for (; end - p >= 128; p += 128)
+    acc |= *(const hak_v4u64*)p | *(const hak_v4u64*)(p + 32) | *(const hak_v4u64*)(p + 64) | *(const hak_v4u64*)(p + 96);
+  if (end - p > 64) acc |= *(const hak_v4u64*)p | *(const hak_v4u64*)(p + 32);
+  typedef long long v4di __attribute__((vector_size(32)));
+  return !__builtin_ia32_ptestz256((v4di)acc, (v4di)acc);
+}
 uint64_t (*_hak_secure_fill_diff_long)(const uint8_t* p, size_t len, uint64_t f) = fill_diff_sse2;
 
 void _hak_secure_init(void) {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && hak_opt(SECURE_AVX2)) _hak_secure_fill_diff_long = fill_diff_avx2;
   _hak_secure_fill64 = (uint64_t)hak_opt(SECURE_FILL) * 0x0101010101010101ull;
+  if (__builtin_cpu_supports("avx2") && hak_opt(SECURE_AVX2))
+    _hak_secure_fill_diff_long = _hak_secure_fill64 == 0 ? zero_diff_avx2 : fill_diff_avx2;
   shuffle_off = !hak_opt(SECURE_SHUFFLE);
   if (hak_opt(SECURE_GUARD_MEDIUM) > 0) _hak_secure_guard_min = (size_t)hak_opt(SECURE_GUARD_MEDIUM);
 }
@@ -127,6 +142,13 @@ static bool trailer_valid(const void* b, uint32_t bsize, uint64_t t) {
   return x >= HAK_SEC_LIVE_BIAS && x <= bsize;
 }
 
+/* The first of len bytes at p that is not the fill byte. */
+static size_t fill_broken_at_byte(const uint8_t* p, size_t len) {
+  size_t i = 0;
+  while (i < len && p[i] == (uint8_t)_hak_secure_fill64) i++;
+  return i;
+}
+
 /* Every check of a free, with a message for each failure, given the trailer
  * value t.  Returns only if the block was live and intact: a state that is
  * not live, a broken trailer, a broken canary after the request, and the
@@ -152,6 +174,9 @@ static size_t check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
       _hak_fatal("hakmem: heap overflow detected in block %p: byte %zu past its %zu requested bytes, in %s()\n", b,
                  k, req, op);
 below:;
+  if (req + HAK_SEC_SLACK_END <= s->bsize && hak_sec_slack_diff(from + 8, _hak_secure_fill64) != 0)
+    _hak_fatal("hakmem: heap overflow detected in block %p: byte %zu past its %zu requested bytes, in %s()\n", b,
+               (size_t)8 + fill_broken_at_byte(from + 8, 32), req, op);
   size_t off = (size_t)((uint8_t*)b - hak_slab_start(s));
   if (off >= s->bsize && !trailer_valid((uint8_t*)b - s->bsize, s->bsize, hak_load64((uint8_t*)b - 8)))
     _hak_fatal("hakmem: heap underflow detected below block %p (size %u): the block below's trailer was overwritten, "
