@@ -551,6 +551,8 @@ size_t _hak_secure_large_held(void);
 hak_segment_t* _hak_secure_large_take(size_t need);
 void _hak_secure_large_fork(int stage);
 void _hak_secure_check_write(const void* d, size_t n, const char* op);
+void _hak_secure_large_recent(void);
+bool _hak_secure_large_head_ok(hak_segment_t* seg);
 void _hak_secure_new_array(void* p);
 void _hak_secure_delete_array(void* p, const char* op);
 void* _hak_secure_memcpy(void* d, const void* s, size_t n);
@@ -577,6 +579,7 @@ hak_inline void _hak_secure_large_flush(void) {}
 hak_inline size_t _hak_secure_large_held(void) { return 0; }
 hak_inline hak_segment_t* _hak_secure_large_take(size_t need) { (void)need; return NULL; }
 hak_inline void _hak_secure_large_fork(int stage) { (void)stage; }
+hak_inline void _hak_secure_large_recent(void) {}
 hak_inline void* _hak_zero_alloc(void) { return NULL; }
 hak_inline bool _hak_zero_free(hak_segment_t* seg, void* p, const char* op) { (void)seg, (void)p, (void)op; return false; }
 hak_inline int _hak_zero_state(hak_segment_t* seg, const void* p) { (void)seg, (void)p; return 0; }
@@ -930,12 +933,26 @@ hak_inline size_t hak_secure_enter(hak_slab_t* s, void* b, size_t off, const cha
   hak_sec_fill(p, len, _hak_secure_fill64);
   return len;
 }
+/* The block this thread freed last, while it is the newest in its
+ * quarantine (which never lets the newest go), else the fill word itself:
+ * every malloc reads its first word, which must still be fill (a write
+ * into a block just freed is reported at the program's next allocation,
+ * not only when the block leaves the quarantine: a program that frees,
+ * writes and then only prints is caught before its output).  Five
+ * instructions on malloc's path, one store on free's (quarantine.c). */
+extern __thread const uint64_t* _hak_secure_last __attribute__((tls_model("initial-exec")));
+_Noreturn void _hak_secure_last_failed(void);
+hak_inline void hak_secure_malloc_check(void) {
+  if (hak_unlikely(*_hak_secure_last != _hak_secure_fill64)) _hak_secure_last_failed();
+}
 /* ... and leaves it: the len bytes filled must still be fill (a write
  * after free). */
 hak_inline void hak_secure_leave(void* b, size_t len, uint32_t bsize) {
   if (hak_unlikely(hak_sec_fill_diff((const uint8_t*)b, len, _hak_secure_fill64) != 0))
     _hak_secure_fill_failed(b, len, bsize);
 }
+#else
+hak_inline void hak_secure_malloc_check(void) {}
 #endif
 
 /* free of a block the quarantine let go (quarantine.c checked the block

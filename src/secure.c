@@ -489,6 +489,21 @@ static const uint8_t* dropped_broken(const uint8_t* pg, size_t len) {
   return NULL;
 }
 
+/* The first 16 bytes of a held block are still fill (quarantine.c,
+ * _hak_secure_large_recent), read without touching a dropped page nothing
+ * wrote: a read maps the zero page there, which counts as resident, as a
+ * written page does, to the check when the block is taken or let go. */
+bool _hak_secure_large_head_ok(hak_segment_t* seg) {
+  size_t len;
+  (void)large_fill_range(seg, &len);
+  const uint8_t* b = (const uint8_t*)seg + seg->large_off;
+  unsigned char v;
+  if (large_drops(len) && ((uintptr_t)b & (HAK_OS_PAGE - 1)) == 0 && _hak_os_resident((void*)b, HAK_OS_PAGE, &v) &&
+      !(v & 1))
+    return true;   /* dropped and not written since */
+  return ((hak_load64(b) ^ _hak_secure_fill64) | (hak_load64(b + 8) ^ _hak_secure_fill64)) == 0;
+}
+
 /* The fill of a freed block is intact (it is taken again or let go). */
 void _hak_secure_large_verify(hak_segment_t* seg) {
   size_t len;
