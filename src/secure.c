@@ -336,21 +336,17 @@ _Noreturn hak_cold static void copy_freed(const char* op, const void* d, size_t 
 }
 
 /* The n bytes written at d (d in a hakmem segment, n > 0) lie in one live
- * block's request, or the program is stopped with a report. */
-void _hak_secure_check_write(const void* d, size_t n, const char* op) {
+ * block's request, or the program is stopped with a report: the slow half,
+ * which classifies. */
+_Noreturn hak_cold static void check_write_failed(const void* d, size_t n, const char* op) {
   hak_segment_t* seg = hak_segment_of(d);
   const uint8_t* p = d;
   const uint8_t* b;
   size_t req;
   if (seg->kind == HAK_SEG_LARGE) {
-    /* a large block's mapping may end before the next 4 MiB: what follows
-     * it there is another mapping, not hakmem's */
-    if ((size_t)(p - (const uint8_t*)seg) >= seg->map_size) return;
     b = (const uint8_t*)seg + seg->large_off;
     if (p >= b && hak_load_relaxed(&seg->used_pages) != 1) copy_freed(op, d, n, b);   /* in the large quarantine */
-    req = _hak_large_usable(seg);   /* up to the guard page, as malloc_usable_size says */
-    if (hak_likely(p >= b && n <= req && (size_t)(p - b) <= req - n)) return;
-    copy_outside(op, d, n, b, req);
+    copy_outside(op, d, n, b, _hak_large_usable(seg));
   }
   if (seg->kind != HAK_SEG_SMALL) copy_outside(op, d, n, NULL, 0);   /* zero-size blocks: no byte to write */
   hak_slab_t* s = &seg->slabs[((uintptr_t)d >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
@@ -361,7 +357,6 @@ void _hak_secure_check_write(const void* d, size_t n, const char* op) {
   uint32_t bsize = s->bsize;
   b = hak_slab_start(s) + (size_t)(((unsigned __int128)off * s->recip) >> 64) * bsize;
   int st = _hak_secure_state(s, b, &req);
-  if (hak_likely(st == HAK_SEC_LIVE && n <= req && (size_t)(p - b) <= req - n)) return;
   /* a write that starts past b's request and reaches its trailer or the
    * next block is an underflow of the next block (p[-1] = ...); every
    * block that was never handed out (block 0 of each slab, the uncarved
@@ -370,6 +365,38 @@ void _hak_secure_check_write(const void* d, size_t n, const char* op) {
   if (st == HAK_SEC_FREE || st == HAK_SEC_REMOTE) copy_freed(op, d, n, b);
   if (st != HAK_SEC_LIVE) copy_outside(op, d, n, NULL, 0);   /* a broken trailer */
   copy_outside(op, d, n, b, req);
+}
+
+/* ... and the common half: a live small block (its slab, the block by the
+ * slab's reciprocal, its trailer decoded inline) or a large one. */
+void _hak_secure_check_write(const void* d, size_t n, const char* op) {
+  hak_segment_t* seg = hak_segment_of(d);
+  const uint8_t* p = d;
+  if (hak_likely(seg->kind == HAK_SEG_SMALL)) {
+    hak_slab_t* s = &seg->slabs[((uintptr_t)d >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
+    uintptr_t xo = hak_load_acquire(&s->xowner);
+    if (xo == HAK_OWNER_TAIL) {
+      s -= s->head_off;
+      xo = hak_load_acquire(&s->xowner);
+    }
+    const uint8_t* start = hak_slab_start(s);
+    uint32_t bsize = s->bsize;
+    const uint8_t* b = start + (size_t)(((unsigned __int128)(size_t)(p - start) * s->recip) >> 64) * bsize;
+    if (hak_likely(xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL && bsize != 0 &&
+                   b + bsize <= start + ((size_t)s->npages << HAK_PAGE_SHIFT))) {
+      uint64_t req = (hak_load64(b + bsize - 8) - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS) & ~HAK_SEC_ARRAY;
+      if (hak_likely(req <= bsize - HAK_SEC_LIVE_BIAS && n <= req && (size_t)(p - b) <= req - n)) return;
+    }
+  } else if (seg->kind == HAK_SEG_LARGE) {
+    /* a large block's mapping may end before the next 4 MiB: what follows
+     * it there is another mapping, not hakmem's */
+    if ((size_t)(p - (const uint8_t*)seg) >= seg->map_size) return;
+    const uint8_t* b = (const uint8_t*)seg + seg->large_off;
+    size_t usable = _hak_large_usable(seg);   /* up to the guard page, as malloc_usable_size says */
+    if (hak_likely(p >= b && hak_load_relaxed(&seg->used_pages) == 1 && n <= usable && (size_t)(p - b) <= usable - n))
+      return;
+  }
+  check_write_failed(d, n, op);
 }
 
 void* _hak_secure_memcpy(void* d, const void* s, size_t n) {
