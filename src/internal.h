@@ -597,11 +597,12 @@ hak_inline int _hak_zero_state(hak_segment_t* seg, const void* p) { (void)seg, (
 #define HAK_SEC_T_FREE    0   /* on a free list (or freshly carved) */
 #define HAK_SEC_T_REMOTE  1   /* freed by another thread: on a remote list, or on the owner's list since it took that */
 #define HAK_SEC_T_QUAR    2   /* freed, held in a thread's quarantine (quarantine.c) */
-/* added to a live trailer while the block is from C++ operator new[]
- * (secure.c, _hak_secure_new_array): delete[] takes it off, and a free or
- * delete of a block that still carries it is a mismatch (its own check
- * fails); the check of the block below lets it pass (hak_sec_trailer_valid) */
-#define HAK_SEC_ARRAY     ((uint64_t)1 << 62)
+/* A block from C++ operator new[] has the block size added to its live
+ * trailer (secure.c, _hak_secure_new_array): it then decodes to a request
+ * in [bsize, 2 bsize - 8], which no plain block's does.  delete[] takes it
+ * off; a free or delete of a block that still carries it is a mismatch
+ * (its own check fails); the check of the block below accepts both ranges
+ * at no cost (hak_sec_trailer_valid: one bound for the other). */
 
 /* site.c */
 #define HAK_SITES 1024
@@ -871,7 +872,7 @@ hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, size_t req) 
 typedef uint64_t hak_v2u64 __attribute__((vector_size(16), aligned(8), may_alias));
 extern uint64_t (*_hak_secure_fill_diff_long)(const uint8_t* p, size_t len, uint64_t f);   /* len > 64 */
 hak_inline bool hak_sec_trailer_valid(const uint8_t* b, uint32_t bsize, uint64_t t) {
-  return t <= HAK_SEC_T_QUAR || ((t - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS) & ~HAK_SEC_ARRAY) <= bsize - HAK_SEC_LIVE_BIAS;
+  return t <= HAK_SEC_T_QUAR || t - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS <= 2 * (uint64_t)bsize - HAK_SEC_LIVE_BIAS;
 }
 /* Fill len bytes at p (len a multiple of 8, at least 8) with f, and the
  * bits by which those bytes differ from it (0: all fill).  Up to 64 bytes,
@@ -938,13 +939,11 @@ hak_inline size_t hak_secure_enter(hak_slab_t* s, void* b, size_t off, const cha
  * every malloc reads its first word, which must still be fill (a write
  * into a block just freed is reported at the program's next allocation,
  * not only when the block leaves the quarantine: a program that frees,
- * writes and then only prints is caught before its output).  Five
+ * writes and then only prints is caught before its output).  Four
  * instructions on malloc's path, one store on free's (quarantine.c). */
 extern __thread const uint64_t* _hak_secure_last __attribute__((tls_model("initial-exec")));
-_Noreturn void _hak_secure_last_failed(void);
-hak_inline void hak_secure_malloc_check(void) {
-  if (hak_unlikely(*_hak_secure_last != _hak_secure_fill64)) _hak_secure_last_failed();
-}
+void* _hak_secure_last_failed(void);   /* reports; returns nothing (a tail call) */
+hak_inline bool hak_secure_malloc_bad(void) { return *_hak_secure_last != _hak_secure_fill64; }
 /* ... and leaves it: the len bytes filled must still be fill (a write
  * after free). */
 hak_inline void hak_secure_leave(void* b, size_t len, uint32_t bsize) {
@@ -952,7 +951,8 @@ hak_inline void hak_secure_leave(void* b, size_t len, uint32_t bsize) {
     _hak_secure_fill_failed(b, len, bsize);
 }
 #else
-hak_inline void hak_secure_malloc_check(void) {}
+hak_inline bool hak_secure_malloc_bad(void) { return false; }
+hak_inline void* _hak_secure_last_failed(void) { return NULL; }
 #endif
 
 /* free of a block the quarantine let go (quarantine.c checked the block

@@ -31,9 +31,10 @@ typedef struct {
 static __thread quar_t* tls_quar;
 __thread const uint64_t* _hak_secure_last __attribute__((tls_model("initial-exec"))) = &_hak_secure_fill64;
 
-/* What hak_secure_malloc_check (internal.h) found: the newest block of this
- * thread's quarantine written since its free. */
-_Noreturn hak_cold void _hak_secure_last_failed(void) {
+/* What hak_secure_malloc_bad (internal.h) found: the newest block of this
+ * thread's quarantine written since its free.  noipa: malloc must see a
+ * function that returns, so that it can tail-call it. */
+__attribute__((noipa)) hak_cold void* _hak_secure_last_failed(void) {
   const uint64_t* b = _hak_secure_last;
   _hak_fatal("hakmem: write after free detected in block %p (near offset 0): written after its free, before the next "
              "malloc\n", (const void*)b);

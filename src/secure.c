@@ -105,7 +105,8 @@ static uint64_t* trailer(const hak_slab_t* s, const void* b) { return (uint64_t*
 static int state_of(const hak_slab_t* s, const void* b, uint64_t t, size_t* req) {
   if (t == T_FREE || t == T_QUAR) return HAK_SEC_FREE;
   if (t == T_REMOTE) return HAK_SEC_REMOTE;
-  uint64_t x = (t - hak_sec_cookie(b)) & ~HAK_SEC_ARRAY;   /* (live either way: from new[] or not) */
+  uint64_t x = t - hak_sec_cookie(b);
+  if (x >= HAK_SEC_LIVE_BIAS + s->bsize && x <= 2 * (uint64_t)s->bsize) x -= s->bsize;   /* from new[]: live too */
   if (x < HAK_SEC_LIVE_BIAS || x > s->bsize) return HAK_SEC_BROKEN;
   *req = (size_t)(x - HAK_SEC_LIVE_BIAS);
   return HAK_SEC_LIVE;
@@ -138,8 +139,8 @@ __attribute__((noipa)) void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b,
  * request that fits the block. */
 static bool trailer_valid(const void* b, uint32_t bsize, uint64_t t) {
   if (t <= T_QUAR) return true;
-  uint64_t x = (t - hak_sec_cookie(b)) & ~HAK_SEC_ARRAY;
-  return x >= HAK_SEC_LIVE_BIAS && x <= bsize;
+  uint64_t x = t - hak_sec_cookie(b);
+  return x >= HAK_SEC_LIVE_BIAS && x <= 2 * (uint64_t)bsize;   /* (a block from new[] above bsize) */
 }
 
 /* The first of len bytes at p that is not the fill byte. */
@@ -164,7 +165,7 @@ static size_t check_live(hak_slab_t* s, void* b, uint64_t t, const char* op) {
   if (st == HAK_SEC_BROKEN)
     _hak_fatal("hakmem: heap overflow detected at the end of block %p (size %u): trailer overwritten, in %s()\n",
                b, s->bsize, op);
-  if (t - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS >= HAK_SEC_ARRAY)   /* still marked: delete[] did not free it */
+  if (t - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS > s->bsize - HAK_SEC_LIVE_BIAS)   /* still marked: delete[] did not free it */
     _hak_fatal("hakmem: %s(): block %p was allocated by operator new[] (free it with delete[])\n", op, b);
   const uint8_t* from = (uint8_t*)b + req;
   size_t room = s->bsize - 8 - req;   /* canary bytes: up to CANARY, before the trailer */
@@ -257,7 +258,7 @@ void _hak_secure_shuffle(void** v, size_t n) {
 
 /* C++ new[] and delete[] must pair: a block from new[] freed by delete (or
  * free), or a block from new (or malloc) freed by delete[], is reported.
- * Only the array calls pay: new[] adds HAK_SEC_ARRAY to the block's live
+ * Only the array calls pay: new[] adds the block size to the block's live
  * trailer (a large block: a flag in its header), delete[] checks it and
  * takes it off before the ordinary free; a plain free or delete of a block
  * that still carries it fails the free's own trailer check, and the slow
@@ -281,7 +282,7 @@ void _hak_secure_new_array(void* p) {
   uint32_t bsize;
   uint64_t* t;
   if (seg->kind == HAK_SEG_LARGE) seg->sec_array = 1;
-  else if (seg->kind == HAK_SEG_SMALL && (t = live_trailer(p, &bsize)) != NULL) hak_store64(t, hak_load64(t) + HAK_SEC_ARRAY);
+  else if (seg->kind == HAK_SEG_SMALL && (t = live_trailer(p, &bsize)) != NULL) hak_store64(t, hak_load64(t) + bsize);
 }
 
 void _hak_secure_delete_array(void* p, const char* op) {
@@ -297,8 +298,8 @@ void _hak_secure_delete_array(void* p, const char* op) {
   }
   if (seg->kind != HAK_SEG_SMALL || (t = live_trailer(p, &bsize)) == NULL) return;
   uint64_t x = hak_load64(t) - hak_sec_cookie(p) - HAK_SEC_LIVE_BIAS;
-  if (x - HAK_SEC_ARRAY <= bsize - HAK_SEC_LIVE_BIAS) {
-    hak_store64(t, hak_load64(t) - HAK_SEC_ARRAY);
+  if (x - bsize <= bsize - HAK_SEC_LIVE_BIAS) {   /* marked (internal.h) */
+    hak_store64(t, hak_load64(t) - bsize);
     return;
   }
   if (x > bsize - HAK_SEC_LIVE_BIAS) return;   /* not live: free reports */
@@ -384,7 +385,8 @@ void _hak_secure_check_write(const void* d, size_t n, const char* op) {
     const uint8_t* b = start + (size_t)(((unsigned __int128)(size_t)(p - start) * s->recip) >> 64) * bsize;
     if (hak_likely(xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL && bsize != 0 &&
                    b + bsize <= start + ((size_t)s->npages << HAK_PAGE_SHIFT))) {
-      uint64_t req = (hak_load64(b + bsize - 8) - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS) & ~HAK_SEC_ARRAY;
+      uint64_t req = hak_load64(b + bsize - 8) - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS;
+      if (req > bsize - HAK_SEC_LIVE_BIAS) req -= bsize;   /* from new[] (internal.h) */
       if (hak_likely(req <= bsize - HAK_SEC_LIVE_BIAS && n <= req && (size_t)(p - b) <= req - n)) return;
     }
   } else if (seg->kind == HAK_SEG_LARGE) {
