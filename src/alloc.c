@@ -10,6 +10,9 @@ hak_inline void* hak_malloc_inline(size_t n) {
   hak_heap_t* h = hak_heap_get();
   size_t need = n + HAK_TRAILER;
   hak_heap_cls_t* e;
+  /* secure: the block freed last is still fill (a miss is reported by a
+   * tail call: no frame on the fast path for it) */
+  if (HAK_SECURE && hak_unlikely(hak_secure_malloc_bad())) return _hak_secure_last_failed();
   /* secure: malloc(0) gets an inaccessible block (zeroblock.c) */
   if (HAK_SECURE && hak_unlikely(n == 0)) return _hak_zero_alloc();
   if (hak_likely(n <= HAK_SMALL_FAST_MAX - HAK_TRAILER)) e = h->direct[(need + 15) >> 4];

@@ -267,6 +267,7 @@ typedef struct hak_segment_s {
   uint32_t ring_site;                /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
   uint8_t thp;                       /* small: halves advised MADV_HUGEPAGE (bits 0-1); large: 1 when advised, mapped exactly; thp.c */
   uint8_t prof;                      /* large: the block is a heap-profile sample (prof.c), its free is recorded */
+  uint8_t sec_array;                 /* secure, large: the block is from C++ operator new[] (secure.c) */
   uint64_t site_clock;               /* site clock at allocation */
   /* small segments: slabs (bit = index of the head page) that got their
    * first remote free since their owner last collected them; set by the
@@ -616,6 +617,12 @@ void _hak_secure_large_flush(void);
 size_t _hak_secure_large_held(void);
 hak_segment_t* _hak_secure_large_take(size_t need);
 void _hak_secure_large_fork(int stage);
+void _hak_secure_check_write(const void* d, size_t n, const char* op);
+void _hak_secure_large_recent(void);
+bool _hak_secure_large_head_ok(hak_segment_t* seg);
+void _hak_secure_new_array(void* p);
+void _hak_secure_delete_array(void* p, const char* op);
+void* _hak_secure_memcpy(void* d, const void* s, size_t n);
 void* _hak_zero_alloc(void);
 bool _hak_zero_free(hak_segment_t* seg, void* p, const char* op);
 int  _hak_zero_state(hak_segment_t* seg, const void* p);
@@ -639,6 +646,7 @@ hak_inline void _hak_secure_large_flush(void) {}
 hak_inline size_t _hak_secure_large_held(void) { return 0; }
 hak_inline hak_segment_t* _hak_secure_large_take(size_t need) { (void)need; return NULL; }
 hak_inline void _hak_secure_large_fork(int stage) { (void)stage; }
+hak_inline void _hak_secure_large_recent(void) {}
 hak_inline void* _hak_zero_alloc(void) { return NULL; }
 hak_inline bool _hak_zero_free(hak_segment_t* seg, void* p, const char* op) { (void)seg, (void)p, (void)op; return false; }
 hak_inline int _hak_zero_state(hak_segment_t* seg, const void* p) { (void)seg, (void)p; return 0; }
@@ -656,6 +664,12 @@ hak_inline int _hak_zero_state(hak_segment_t* seg, const void* p) { (void)seg, (
 #define HAK_SEC_T_FREE    0   /* on a free list (or freshly carved) */
 #define HAK_SEC_T_REMOTE  1   /* freed by another thread: on a remote list, or on the owner's list since it took that */
 #define HAK_SEC_T_QUAR    2   /* freed, held in a thread's quarantine (quarantine.c) */
+/* A block from C++ operator new[] has the block size added to its live
+ * trailer (secure.c, _hak_secure_new_array): it then decodes to a request
+ * in [bsize, 2 bsize - 8], which no plain block's does.  delete[] takes it
+ * off; a free or delete of a block that still carries it is a mismatch
+ * (its own check fails); the check of the block below accepts both ranges
+ * at no cost (hak_sec_trailer_valid: one bound for the other). */
 
 /* site.c */
 #define HAK_SITES 1024
@@ -918,7 +932,7 @@ hak_inline void hak_secure_pop_mark(uint32_t bsize, hak_block_t* b, size_t req) 
 typedef uint64_t hak_v2u64 __attribute__((vector_size(16), aligned(8), may_alias));
 extern uint64_t (*_hak_secure_fill_diff_long)(const uint8_t* p, size_t len, uint64_t f);   /* len > 64 */
 hak_inline bool hak_sec_trailer_valid(const uint8_t* b, uint32_t bsize, uint64_t t) {
-  return t <= HAK_SEC_T_QUAR || t - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS <= bsize - HAK_SEC_LIVE_BIAS;
+  return t <= HAK_SEC_T_QUAR || t - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS <= 2 * (uint64_t)bsize - HAK_SEC_LIVE_BIAS;
 }
 /* Fill len bytes at p (len a multiple of 8, at least 8) with f, and the
  * bits by which those bytes differ from it (0: all fill).  Up to 64 bytes,
@@ -953,6 +967,18 @@ hak_inline uint64_t hak_sec_fill_diff(const uint8_t* p, size_t len, uint64_t f) 
   }
   return acc[0] | acc[1];
 }
+/* The 32 bytes after the canary, where the block has them before its
+ * trailer: still fill (carving and every free left the whole block fill, and
+ * malloc writes only the canary after the request), so an overflow that
+ * skips the canary (p[n + 31] = x) is found there too.  Two 16-byte loads
+ * on the line or two past the canary's; a block with less room has its
+ * trailer within 32 bytes of the request, where such a write lands. */
+#define HAK_SEC_SLACK_END (8 + 8 + 32)   /* trailer, canary, window: bytes past the request */
+hak_inline uint64_t hak_sec_slack_diff(const uint8_t* w, uint64_t f) {
+  hak_v2u64 fv = { f, f };
+  hak_v2u64 acc = (*(const hak_v2u64*)w ^ fv) | (*(const hak_v2u64*)(w + 16) ^ fv);
+  return acc[0] | acc[1];
+}
 hak_inline size_t hak_secure_enter(hak_slab_t* s, void* b, size_t off, const char* op) {
   uint8_t* p = (uint8_t*)b;
   uint32_t bsize = s->bsize;
@@ -960,19 +986,33 @@ hak_inline size_t hak_secure_enter(hak_slab_t* s, void* b, size_t off, const cha
   uint64_t req = t - hak_sec_cookie(p) - HAK_SEC_LIVE_BIAS;   /* (wraps when not live) */
   if (hak_unlikely(req > bsize - HAK_SEC_LIVE_BIAS ||
                    ((hak_load64(p + req) ^ HAK_SEC_CANARY64) & hak_sec_canary_mask(bsize - 8 - req)) != 0 ||
-                   off < bsize || !hak_sec_trailer_valid(p - bsize, bsize, hak_load64(p - 8))))
+                   off < bsize || !hak_sec_trailer_valid(p - bsize, bsize, hak_load64(p - 8)) ||
+                   (req + HAK_SEC_SLACK_END <= bsize && hak_sec_slack_diff(p + req + 8, _hak_secure_fill64) != 0)))
     _hak_secure_free_failed(s, b, t, op);
   size_t len = (req + 8 + 7) & ~(size_t)7;   /* request and canary ... */
   if (len > bsize - 8) len = bsize - 8;      /* ... up to the trailer */
   hak_sec_fill(p, len, _hak_secure_fill64);
   return len;
 }
+/* The block this thread freed last, while it is the newest in its
+ * quarantine (which never lets the newest go), else the fill word itself:
+ * every malloc reads its first word, which must still be fill (a write
+ * into a block just freed is reported at the program's next allocation,
+ * not only when the block leaves the quarantine: a program that frees,
+ * writes and then only prints is caught before its output).  Four
+ * instructions on malloc's path, one store on free's (quarantine.c). */
+extern __thread const uint64_t* _hak_secure_last __attribute__((tls_model("initial-exec")));
+void* _hak_secure_last_failed(void);   /* reports; returns nothing (a tail call) */
+hak_inline bool hak_secure_malloc_bad(void) { return *_hak_secure_last != _hak_secure_fill64; }
 /* ... and leaves it: the len bytes filled must still be fill (a write
  * after free). */
 hak_inline void hak_secure_leave(void* b, size_t len, uint32_t bsize) {
   if (hak_unlikely(hak_sec_fill_diff((const uint8_t*)b, len, _hak_secure_fill64) != 0))
     _hak_secure_fill_failed(b, len, bsize);
 }
+#else
+hak_inline bool hak_secure_malloc_bad(void) { return false; }
+hak_inline void* _hak_secure_last_failed(void) { return NULL; }
 #endif
 
 /* free of a block the quarantine let go (quarantine.c checked the block

@@ -37,6 +37,12 @@ void* __libc_memalign(size_t a, size_t n) HAK_ALIAS(hak_memalign);
 
 void free_aligned_sized(void* p, size_t a, size_t n) HAK_ALIAS(hak_free_aligned_sized);
 
+#if HAK_SECURE
+/* the secure build's guarded memcpy (secure.c): a copy into a block must
+ * stay inside its request */
+void* memcpy(void* restrict d, const void* restrict s, size_t n) HAK_ALIAS(_hak_secure_memcpy);
+#endif
+
 hak_api struct mallinfo mallinfo(void) {
   struct mallinfo2 m2 = hak_mallinfo2();
   struct mallinfo m;
@@ -82,29 +88,58 @@ static hak_noinline void* cxx_new_fail(size_t n, size_t align, bool nothrow) {
   if (hak_likely(p != NULL)) return p;                       \
   return cxx_new_fail((n), (al), (nt));
 
+/* The secure build marks a block from new[] and checks the mark at delete[]
+ * (secure.c): new[] and delete[] must pair.  The default build compiles
+ * these to what NEW_BODY and hak_free are. */
+#if HAK_SECURE
+#define ARRAY_MARK(p) _hak_secure_new_array(p)
+#define ARRAY_FREE(p) (_hak_secure_delete_array((p), "operator delete[]"), hak_free_inline((p), "operator delete[]"))
+#else
+#define ARRAY_MARK(p) ((void)0)
+#define ARRAY_FREE(p) hak_free(p)
+#endif
+#define ARRAY_NEW_BODY(n, al, nt)                            \
+  void* p = (al) > 16 ? memalign_impl((al), (n)) : hak_malloc_inline(n); \
+  if (hak_unlikely(p == NULL)) p = cxx_new_fail((n), (al), (nt)); \
+  ARRAY_MARK(p);                                             \
+  return p;
+
 hak_api void* _Znwm(size_t n) { NEW_BODY(n, 0, false) }
-hak_api void* _Znam(size_t n) { NEW_BODY(n, 0, false) }
+hak_api void* _Znam(size_t n) { ARRAY_NEW_BODY(n, 0, false) }
 hak_api void* _ZnwmRKSt9nothrow_t(size_t n, const void* nt) { (void)nt; NEW_BODY(n, 0, true) }
-hak_api void* _ZnamRKSt9nothrow_t(size_t n, const void* nt) { (void)nt; NEW_BODY(n, 0, true) }
+hak_api void* _ZnamRKSt9nothrow_t(size_t n, const void* nt) { (void)nt; ARRAY_NEW_BODY(n, 0, true) }
 hak_api void* _ZnwmSt11align_val_t(size_t n, size_t al) { NEW_BODY(n, al, false) }
-hak_api void* _ZnamSt11align_val_t(size_t n, size_t al) { NEW_BODY(n, al, false) }
+hak_api void* _ZnamSt11align_val_t(size_t n, size_t al) { ARRAY_NEW_BODY(n, al, false) }
 hak_api void* _ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void* nt) { (void)nt; NEW_BODY(n, al, true) }
-hak_api void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void* nt) { (void)nt; NEW_BODY(n, al, true) }
+hak_api void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void* nt) { (void)nt; ARRAY_NEW_BODY(n, al, true) }
 
 void _ZdlPv(void* p) HAK_ALIAS(hak_free);
-void _ZdaPv(void* p) HAK_ALIAS(hak_free);
 /* sized delete: the size is checked against the block (sized_check) */
 hak_api void _ZdlPvm(void* p, size_t n) {
   sized_check(p, n, true, "operator delete");
   hak_free_inline(p, "operator delete");
 }
+#if HAK_SECURE
+hak_api void _ZdaPv(void* p) { ARRAY_FREE(p); }
+hak_api void _ZdaPvm(void* p, size_t n) {
+  _hak_secure_delete_array(p, "operator delete[]");
+  sized_check(p, n, true, "operator delete[]");
+  hak_free_inline(p, "operator delete[]");
+}
+hak_api void _ZdaPvmSt11align_val_t(void* p, size_t n, size_t al) {
+  _hak_secure_delete_array(p, "operator delete[]");
+  hak_free_aligned_sized_cxx(p, n, al);
+}
+#else
+void _ZdaPv(void* p) HAK_ALIAS(hak_free);
 void _ZdaPvm(void* p, size_t n) HAK_ALIAS(_ZdlPvm);
-hak_api void _ZdlPvRKSt9nothrow_t(void* p, const void* nt) { (void)nt; hak_free(p); }
-hak_api void _ZdaPvRKSt9nothrow_t(void* p, const void* nt) { (void)nt; hak_free(p); }
-hak_api void _ZdlPvSt11align_val_t(void* p, size_t al) { (void)al; hak_free(p); }
-hak_api void _ZdaPvSt11align_val_t(void* p, size_t al) { (void)al; hak_free(p); }
-void _ZdlPvmSt11align_val_t(void* p, size_t n, size_t al) HAK_ALIAS(hak_free_aligned_sized_cxx);
 void _ZdaPvmSt11align_val_t(void* p, size_t n, size_t al) HAK_ALIAS(hak_free_aligned_sized_cxx);
+#endif
+hak_api void _ZdlPvRKSt9nothrow_t(void* p, const void* nt) { (void)nt; hak_free(p); }
+hak_api void _ZdaPvRKSt9nothrow_t(void* p, const void* nt) { (void)nt; ARRAY_FREE(p); }
+hak_api void _ZdlPvSt11align_val_t(void* p, size_t al) { (void)al; hak_free(p); }
+hak_api void _ZdaPvSt11align_val_t(void* p, size_t al) { (void)al; ARRAY_FREE(p); }
+void _ZdlPvmSt11align_val_t(void* p, size_t n, size_t al) HAK_ALIAS(hak_free_aligned_sized_cxx);
 hak_api void _ZdlPvSt11align_val_tRKSt9nothrow_t(void* p, size_t al, const void* nt) { (void)al; (void)nt; hak_free(p); }
-hak_api void _ZdaPvSt11align_val_tRKSt9nothrow_t(void* p, size_t al, const void* nt) { (void)al; (void)nt; hak_free(p); }
+hak_api void _ZdaPvSt11align_val_tRKSt9nothrow_t(void* p, size_t al, const void* nt) { (void)al; (void)nt; ARRAY_FREE(p); }
 #endif /* HAK_NO_OVERRIDE */

@@ -29,6 +29,16 @@ typedef struct {
   quar_slot_t slot[QUAR_CAP];
 } quar_t;
 static __thread quar_t* tls_quar;
+__thread const uint64_t* _hak_secure_last __attribute__((tls_model("initial-exec"))) = &_hak_secure_fill64;
+
+/* What hak_secure_malloc_bad (internal.h) found: the newest block of this
+ * thread's quarantine written since its free.  noipa: malloc must see a
+ * function that returns, so that it can tail-call it. */
+__attribute__((noipa)) hak_cold void* _hak_secure_last_failed(void) {
+  const uint64_t* b = _hak_secure_last;
+  _hak_fatal("hakmem: write after free detected in block %p (near offset 0): written after its free, before the next "
+             "malloc\n", (const void*)b);
+}
 #define QUAR_DEAD ((quar_t*)1)   /* the thread has exited: free at once */
 /* rings of exited threads, for the next threads (no mmap/munmap per thread) */
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -90,6 +100,7 @@ void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op)
   quar_t* q = quar_get();
   if (hak_unlikely(q == QUAR_DEAD)) return p;
   q->slot[(q->head + q->n) & (QUAR_CAP - 1)] = (quar_slot_t){ p, (uint32_t)len, s->bsize };
+  _hak_secure_last = p;   /* the newest: it stays until another comes */
   q->n++;
   q->bytes += s->bsize;
   if (hak_likely(!quar_over(q))) return NULL;
@@ -102,6 +113,7 @@ void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op)
  * thread exits, so its ring goes too, and later frees skip the quarantine. */
 void* _hak_secure_quarantine_pop(bool dying) {
   quar_t* q = tls_quar;
+  _hak_secure_last = &_hak_secure_fill64;   /* the ring empties: its newest may go */
   if (q == NULL || q == QUAR_DEAD) return NULL;
   if (q->n > 0) return quar_take(q);
   if (dying) {
@@ -137,6 +149,28 @@ void* _hak_secure_quarantine_pop(bool dying) {
 static pthread_mutex_t lq_lock = PTHREAD_MUTEX_INITIALIZER;
 static hak_segment_t* lq_slot[LARGE_QUAR_N];
 static size_t lq_head, lq_n, lq_bytes;
+/* the most recently freed block, and the last of them whose first bytes a
+ * slow malloc checked (_hak_secure_large_recent); written under lq_lock */
+static _Atomic(hak_segment_t*) lq_newest, lq_checked;
+
+/* The held block freed last, as small blocks' newest is checked at every
+ * malloc (internal.h): its first 16 bytes must still be fill, checked once,
+ * by the first malloc that takes the slow path after its free (a lock, and
+ * only then; the newest is never taken nor let go, so it is mapped). */
+void _hak_secure_large_recent(void) {
+  if (hak_likely(hak_load_relaxed(&lq_newest) == hak_load_relaxed(&lq_checked))) return;
+  pthread_mutex_lock(&lq_lock);
+  hak_segment_t* seg = lq_n > 0 ? lq_slot[(lq_head + lq_n - 1) % LARGE_QUAR_N] : NULL;
+  if (seg != NULL && seg == hak_load_relaxed(&lq_newest) && seg != hak_load_relaxed(&lq_checked)) {
+    if (!_hak_secure_large_head_ok(seg)) {
+      pthread_mutex_unlock(&lq_lock);
+      _hak_fatal("hakmem: write after free detected in block %p (large block, near offset 0): written after its free, "
+                 "before the next malloc\n", (void*)((uint8_t*)seg + seg->large_off));
+    }
+  }
+  hak_store_relaxed(&lq_checked, seg);
+  pthread_mutex_unlock(&lq_lock);
+}
 
 static void lq_leave(hak_segment_t* seg) {
   _hak_secure_large_verify(seg);
@@ -154,6 +188,7 @@ void _hak_secure_large_quarantine(hak_segment_t* seg) {
   pthread_mutex_lock(&lq_lock);
   lq_slot[(lq_head + lq_n) % LARGE_QUAR_N] = seg;
   lq_n++;
+  hak_store_relaxed(&lq_newest, seg);
   lq_bytes += seg->large_size;
   while (lq_n == LARGE_QUAR_N || (lq_bytes > LARGE_QUAR_BYTES && lq_n > 1)) {
     out[nout++] = lq_slot[lq_head];

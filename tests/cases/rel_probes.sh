@@ -66,23 +66,6 @@ TABLE
 
 bash scripts/probes.sh -o "$tmp/tsv" hakmem="$PWD/build/libhakmem.so" hakmem-secure="$PWD/build/libhakmem-secure.so"
 
-listed=$(awk -F'\t' '$1 == "hakmem" { print $2, $3 }' "$tmp/tsv" | sort)
-tabled=$(awk '{ print $1, $2 }' <<<"$want" | sort)
-[[ $listed == "$tabled" ]] || die "the table and the probe list differ: $(diff <(echo "$listed") <(echo "$tabled") | tr '\n' ' ')"
-
-fails=0
-while IFS=$'\t' read -r lib probe size outcome addr nerr line; do
-  col=3; [[ $lib == hakmem-secure ]] && col=4
-  need_caught=$(awk -v p="$probe" -v s="$size" -v c=$col '$1 == p && $2 == s { print $c }' <<<"$want")
-  if [[ $outcome == error* ]]; then
-    echo "FAIL $lib $probe $size: $outcome ($line)"; fails=$((fails + 1))
-  elif [[ $need_caught == C && $outcome != caught-* ]]; then
-    echo "FAIL $lib $probe $size: $outcome, want caught"; fails=$((fails + 1))
-  elif [[ $outcome == caught-ABRT ]] && { ((nerr != 1)) || ! grep -Eq '^hakmem: .*0x[0-9a-f]+' <<<"$line"; }; then
-    echo "FAIL $lib $probe $size: abort with $nerr stderr lines, first: $line"; fails=$((fails + 1))
-  elif [[ $need_caught == - && $outcome == caught-* ]]; then
-    echo "note $lib $probe $size: $outcome beyond the table${line:+: $line}"
-  fi
-done <"$tmp/tsv"
-((fails == 0)) || die "$fails probe outcomes not as required"
+probe_outcomes "$tmp/tsv" "$want"
+((PROBE_FAILS == 0)) || die "$PROBE_FAILS probe outcomes not as required"
 echo "probes: every required outcome held"

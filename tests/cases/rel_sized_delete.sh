@@ -18,3 +18,20 @@ grep -Eq '^hakmem: operator delete\(\): size mismatch for 0x[0-9a-f]+ \(size giv
   { echo "FAIL: message"; exit 1; }
 [[ $(wc -l <<<"$err") == 1 ]] || { echo "FAIL: more than one line"; exit 1; }
 echo "sized delete: ok"
+
+# The secure build pairs new[] with delete[] (secure.c; an unsized delete
+# reports as free(), as in the default build): every correct pair
+# above is silent, and each mismatch is reported in one line.
+S=$PWD/build/libhakmem-secure.so
+out=$(LD_PRELOAD=$S build/tests/sized_delete 2>&1)
+[[ $out == ok ]] || { echo "FAIL: secure build, correct deletes: $out"; exit 1; }
+for m in "new_delete_array:operator delete\[\]\(\): block 0x[0-9a-f]+ was not allocated by operator new\[\]" \
+         "new_array_delete:free\(\): block 0x[0-9a-f]+ was allocated by operator new\[\]" \
+         "new_array_free:free\(\): block 0x[0-9a-f]+ was allocated by operator new\[\]"; do
+  rc=0
+  err=$(LD_PRELOAD=$S build/tests/sized_delete "${m%%:*}" 2>&1 >/dev/null) || rc=$?
+  echo "${m%%:*}: status $rc: $err"
+  [[ $rc == 134 && $(wc -l <<<"$err") == 1 ]] || { echo "FAIL: want SIGABRT after one line"; exit 1; }
+  grep -Eq "^hakmem: ${m#*:} \(free it with delete(\[\])?\)$" <<<"$err" || { echo "FAIL: message"; exit 1; }
+done
+echo "new[]/delete[] pairs (secure): ok"
