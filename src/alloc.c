@@ -302,16 +302,10 @@ hak_api int hak_posix_memalign(void** out, size_t align, size_t n) {
   return 0;
 }
 
-static size_t os_page_size(void) {
-  static size_t ps;
-  if (ps == 0) ps = (size_t)sysconf(_SC_PAGESIZE);
-  return ps;
-}
-
-hak_api void* hak_valloc(size_t n) { return aligned_impl(os_page_size(), n); }
+hak_api void* hak_valloc(size_t n) { return aligned_impl(_hak_os_page_size(), n); }
 
 hak_api void* hak_pvalloc(size_t n) {
-  size_t ps = os_page_size();
+  size_t ps = _hak_os_page_size();
   size_t r;
   if (__builtin_add_overflow(n, ps - 1, &r)) {
     errno = ENOMEM;

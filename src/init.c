@@ -81,9 +81,7 @@ static uintptr_t random_seed(void) {
   uintptr_t x = 0;
   const uint8_t* r = (const uint8_t*)getauxval(AT_RANDOM);   /* 16 bytes from the kernel */
   if (r != NULL) memcpy(&x, r + 8, sizeof x);
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  x ^= (uintptr_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uintptr_t)&x;
+  x ^= (uintptr_t)(_hak_os_clock_ns() % 1000000000u) * 0x9E3779B97F4A7C15ull ^ (uintptr_t)&x;
   x ^= x >> 31;
   return x | 1;
 }

@@ -702,7 +702,6 @@ void  _hak_bigcache_fork_child(void);
 
 /* release.c */
 extern _Atomic(size_t) _hak_retained_bytes;
-uint64_t _hak_clock_ms(void);
 /* paced passes of mesh.c and scavenge.c: when the next automatic one is due */
 typedef struct {
   _Atomic(uint64_t) next_ms;   /* not before (unless grown) */
@@ -758,6 +757,9 @@ extern __thread bool _hak_os_reserve;   /* next mappings count against overcommi
 void* _hak_os_map_aligned(size_t size, size_t align, void* hint);
 bool  _hak_os_unmap(void* p, size_t size);
 bool  _hak_os_advise(void* p, size_t size, int advice);
+uint64_t _hak_clock_ms(void);      /* the coarse monotonic clock, ms: the release policy's delays */
+uint64_t _hak_os_clock_ns(void);   /* the monotonic clock, ns: measured costs, seeds */
+size_t _hak_os_page_size(void);
 /* thp.c */
 void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint, uint32_t first_bsize);
 bool _hak_thp_exact(size_t end);

@@ -182,6 +182,27 @@ size_t _hak_os_rss_bytes(void) {
   return pages * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* The clocks: milliseconds for the release policy's delays (the coarse
+ * clock: a tick, not a syscall's cost, is its resolution), nanoseconds for
+ * measured costs and seeds. */
+uint64_t _hak_clock_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+uint64_t _hak_os_clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The OS's page size (valloc, pvalloc), asked once. */
+size_t _hak_os_page_size(void) {
+  static size_t ps;
+  if (ps == 0) ps = (size_t)sysconf(_SC_PAGESIZE);
+  return ps;
+}
+
 size_t _hak_os_mapped(void) { return hak_load_relaxed(&os_mapped); }
 
 size_t _hak_os_peak_rss_bytes(void) {

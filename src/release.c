@@ -42,12 +42,6 @@ void _hak_pace_found(hak_pace_t* p, bool found) {
   hak_store_relaxed(&p->gap_ms, hak_pace_gap(hak_load_relaxed(&p->gap_ms), HAK_PACE_AUTO_MS, found));
 }
 
-uint64_t _hak_clock_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Decommit [p, p+size) with the configured method; false when off. */
 bool _hak_decommit(void* p, size_t size) {
   long long mode = hak_opt(DECOMMIT);

@@ -85,11 +85,6 @@ static _Atomic(uint64_t) site_clock;      /* large operations so far */
 static _Atomic(size_t) site_used;
 
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 static void site_lock(hak_site_t* s) {
   while (atomic_exchange_explicit(&s->lock, 1, memory_order_acquire)) {
     while (hak_load_relaxed(&s->lock)) __builtin_ia32_pause();
@@ -186,13 +181,13 @@ static double fault_ns(void) {
   for (int round = 0; round < FAULT_ROUNDS; round++) {
     uint8_t* m = _hak_os_map(len, NULL);
     if (m == NULL) break;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = _hak_os_clock_ns();
     memset(m, 1, len);
     __asm__ volatile("" : : "r"(m) : "memory");
-    uint64_t t1 = now_ns();
+    uint64_t t1 = _hak_os_clock_ns();
     memset(m, 2, len);
     __asm__ volatile("" : : "r"(m) : "memory");
-    uint64_t t2 = now_ns();
+    uint64_t t2 = _hak_os_clock_ns();
     _hak_os_unmap(m, len);
     uint64_t d = (t1 - t0) > (t2 - t1) ? ((t1 - t0) - (t2 - t1)) / FAULT_PAGES : 0;
     if (d < best) best = d;
@@ -274,7 +269,7 @@ static void choose(hak_site_t* s, uintptr_t ra) {
 int _hak_site_before_alloc(uint32_t idx, uint64_t* t0, bool* long_lived, size_t* final_size) {
   hak_site_t* s = &site_tab[idx];
   bool measure = !hak_load_relaxed(&s->xsettled) || hak_load_relaxed(&s->xopen);
-  *t0 = measure ? now_ns() : 0;
+  *t0 = measure ? _hak_os_clock_ns() : 0;
   *long_lived = hak_load_relaxed(&s->xlong);
   *final_size = hak_load_relaxed(&s->xfinal);
   return learning() ? hak_load_relaxed(&s->xstrategy) : default_strategy();
@@ -296,7 +291,7 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
     hak_store_relaxed(&s->xlive_max, live);   /* racing updates may lose one: a statistic */
   }
   if (t0 == 0) return;   /* not measured */
-  uint64_t t1 = now_ns();
+  uint64_t t1 = _hak_os_clock_ns();
   if (learning()) (void)fault_ns();   /* measured once, here rather than under the site's spin lock */
   site_lock(s);
   if (size < s->min_size) s->min_size = size;
@@ -356,7 +351,7 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
     *t0 = 0;
     return learning() ? hak_load_relaxed(&s->xstrategy) : default_strategy();
   }
-  *t0 = now_ns();
+  *t0 = _hak_os_clock_ns();
   uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
   site_lock(s);
   s->frees++;
@@ -389,7 +384,7 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
 void _hak_site_after_free(uint32_t idx, int strategy, uint64_t t0, size_t resident) {
   if (t0 == 0) return;   /* not measured */
   hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
-  uint64_t t1 = now_ns();
+  uint64_t t1 = _hak_os_clock_ns();
   site_lock(s);
   if (learning()) {
     if (s->nfifo == SITE_FIFO) {   /* the oldest never saw a reuse: close it on retention alone */
