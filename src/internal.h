@@ -833,6 +833,13 @@ void _hak_figures(hak_figures_t* f);
 
 hak_inline size_t hak_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 
+/* A large block's usable size: its request rounded up to the OS page (the
+ * block ends at a page: in the secure build, at its guard page). */
+hak_inline size_t hak_large_usable(const hak_segment_t* seg) {
+  size_t n = seg->large_size ? seg->large_size : 1;   /* malloc(0)-like blocks still have room */
+  return hak_align_up(seg->large_off + n, HAK_OS_PAGE) - seg->large_off;
+}
+
 /* What a large block's mapping holds resident: its touched extent (the
  * largest size it served, after the header), not its whole mapping, which has
  * headroom that was never touched. */

@@ -287,10 +287,7 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
 
 /* The block's usable size: its request rounded to whole pages (the mapping
  * may be larger: headroom for reuse, which the block does not own). */
-size_t _hak_large_usable(const hak_segment_t* seg) {
-  size_t n = seg->large_size ? seg->large_size : 1;   /* malloc(0)-like blocks still have room */
-  return hak_align_up(seg->large_off + n, HAK_OS_PAGE) - seg->large_off;
-}
+size_t _hak_large_usable(const hak_segment_t* seg) { return hak_large_usable(seg); }
 
 void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   if (seg->used_pages != 1) {

@@ -347,7 +347,7 @@ _Noreturn hak_cold static void check_write_failed(const void* d, size_t n, const
   if (seg->kind == HAK_SEG_LARGE) {
     b = (const uint8_t*)seg + seg->large_off;
     if (p >= b && hak_load_relaxed(&seg->used_pages) != 1) copy_freed(op, d, n, b);   /* in the large quarantine */
-    copy_outside(op, d, n, b, _hak_large_usable(seg));
+    copy_outside(op, d, n, b, hak_large_usable(seg));
   }
   if (seg->kind != HAK_SEG_SMALL) copy_outside(op, d, n, NULL, 0);   /* zero-size blocks: no byte to write */
   hak_slab_t* s = &seg->slabs[((uintptr_t)d >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
@@ -394,7 +394,7 @@ void _hak_secure_check_write(const void* d, size_t n, const char* op) {
      * it there is another mapping, not hakmem's */
     if ((size_t)(p - (const uint8_t*)seg) >= seg->map_size) return;
     const uint8_t* b = (const uint8_t*)seg + seg->large_off;
-    size_t usable = _hak_large_usable(seg);   /* up to the guard page, as malloc_usable_size says */
+    size_t usable = hak_large_usable(seg);   /* up to the guard page, as malloc_usable_size says */
     if (hak_likely(p >= b && hak_load_relaxed(&seg->used_pages) == 1 && n <= usable && (size_t)(p - b) <= usable - n))
       return;
   }
