@@ -53,8 +53,8 @@ static size_t cgroup_limit(void) {
     bool v1 = false;
     for (char* k = c1 + 1; k + 6 <= c2 && !v1; k++) v1 = memcmp(k, "memory", 6) == 0;
     if (!v1 && !v2) continue;
-    /* by hand, not snprintf: printf's code is 100 KiB of libc text that a
-     * process which never prints would otherwise fault in at start-up */
+    /* by hand, not snprintf: printf's code and tables are about 190 KiB of
+     * libc pages that a process which never prints would fault in at start-up */
     const char* pre = v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory";
     const char* suf = v2 ? "/memory.max" : "/memory.limit_in_bytes";
     size_t n = strlen(pre);

@@ -327,8 +327,9 @@ static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
  * a malloc/free ping-pong does not re-carve), else release it: 0 kept, 1
  * released, 2 released and it was the heap's last slab in its segment (which
  * may be gone). */
+static bool slab_is_reserve(hak_heap_t* h, hak_slab_t* s) { return h->cls[s->cls].cur == s && s->next == NULL; }
 static int slab_retire(hak_heap_t* h, hak_slab_t* s) {
-  if (h->cls[s->cls].cur == s && s->next == NULL) return 0;
+  if (slab_is_reserve(h, s)) return 0;
   if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
   else avail_remove(h, s);
   return slab_release(h, s) ? 2 : 1;
@@ -349,7 +350,7 @@ void _hak_heap_reserve_tick(hak_heap_t* h) {
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     uint32_t n = (uint32_t)h->cls[c].nmalloc;
     hak_slab_t* s = h->cls[c].cur;
-    if (n == h->tick_nmalloc[c] && s != &_hak_slab_empty && s->next == NULL &&
+    if (n == h->tick_nmalloc[c] && s != &_hak_slab_empty && slab_is_reserve(h, s) &&
         !(hak_load_relaxed(&s->xowner) & HAK_OWNER_FLAGS) && hak_slab_is_empty(s)) {
       avail_remove(h, s);
       slab_release(h, s);

@@ -162,6 +162,15 @@ static void free_items(uint64_t* p, const char* where) {
   t_free(p);
 }
 
+/* A figure of a new hakmem_ctl snapshot (a walk of every heap's slabs). */
+static size_t ctl_snapshot(const char* name) {
+  uint64_t epoch = 1;
+  size_t v = 0, vl = sizeof v;
+  t_ctl("epoch", NULL, NULL, &epoch, sizeof epoch);
+  if (t_ctl(name, &v, &vl, NULL, 0) != 0) fail("hakmem_ctl %s", name);
+  return v;
+}
+
 /* ---- stress ------------------------------------------------------------ */
 #define TRANSFERS 1000
 static _Atomic(uint64_t*) transfer[TRANSFERS];
@@ -192,12 +201,8 @@ static void* stress_thread(void* arg) {
           /* the figures on request: a new snapshot walks every heap's slabs
            * while their owners allocate (the walk under TSan) */
           if (ht_has_hakmem()) {
-            uint64_t epoch = 1;
-            size_t v = 0, vl = sizeof v;
-            t_ctl("epoch", NULL, NULL, &epoch, sizeof epoch);
-            t_ctl("stats.small.free_blocks", &v, &vl, NULL, 0);
-            vl = sizeof v;
-            t_ctl("stats.class.3.live_blocks", &v, &vl, NULL, 0);
+            (void)ctl_snapshot("stats.small.free_blocks");
+            (void)ctl_snapshot("stats.class.3.live_blocks");
           }
           break;
         default:
@@ -713,13 +718,6 @@ static int run_share(void) {
  * classes it stopped using must give their slabs back to the pool: the
  * pages in slabs fall to the few the live class uses.  Run with a short
  * HAKMEM_DECOMMIT_DELAY_MS (the case uses 100) and HAKMEM_BACKGROUND=0. */
-static size_t small_active(void) {
-  uint64_t epoch = 1;
-  size_t v = 0, vl = sizeof v;
-  t_ctl("epoch", NULL, NULL, &epoch, sizeof epoch);
-  if (t_ctl("stats.small.active", &v, &vl, NULL, 0) != 0) fail("hakmem_ctl stats.small.active");
-  return v;
-}
 static int run_reserve(void) {
   printf("reserve: 40 classes touched and left, then 256 B blocks only, for 8 decommit delays\n");
   if (!ht_has_hakmem()) {
@@ -732,14 +730,14 @@ static int run_reserve(void) {
     for (int i = 0; i < 8; i++) v[i] = t_malloc(sz);
     for (int i = 0; i < 8; i++) t_free(v[i]);
   }
-  size_t before = small_active();
+  size_t before = ctl_snapshot("stats.small.active");
   uint64_t delay = ht_env_u64("HAKMEM_DECOMMIT_DELAY_MS", 2000);
   uint64_t t0 = ht_now_ms();
   while (ht_now_ms() - t0 < 8 * delay) {
     for (int i = 0; i < 1024; i++) v[i] = t_malloc(256);
     for (int i = 0; i < 1024; i++) t_free(v[i]);
   }
-  size_t after = small_active();
+  size_t after = ctl_snapshot("stats.small.active");
   printf("  pages in slabs: %zu KiB after the 40 classes, %zu KiB after %llu ms of 256 B blocks\n", before >> 10,
          after >> 10, (unsigned long long)(8 * delay));
   if (before < ((size_t)30 << 16)) fail("only %zu KiB in slabs after 40 classes: the setup did not work", before >> 10);
