@@ -375,7 +375,7 @@ static bool absorb(hak_heap_t* h, hak_mesh_t* ea, hak_slab_t* b, const uint64_t*
     pthread_mutex_lock(&reg_lock);
     slots[slot_nfree++] = eb->off;
     pthread_mutex_unlock(&reg_lock);
-    b->used -= eb->nphantom;   /* phantoms are only free space */
+    hak_used_add(b, -(int32_t)eb->nphantom);   /* phantoms are only free space */
   }
   eb->root = ea;
   eb->nphantom = 0;
@@ -421,7 +421,7 @@ static void rebuild(hak_mesh_t* ea, const uint64_t* live) {
       ea->nphantom++;
     }
   }
-  a->used = bits_count(live, (nb + 63) / 64) + ea->nphantom;
+  __atomic_store_n(&a->used, bits_count(live, (nb + 63) / 64) + ea->nphantom, __ATOMIC_RELAXED);   /* (the figures walk reads it) */
   for (uint32_t p = 0; p < HAK_PAGE_SIZE / HAK_OS_PAGE;) {   /* punch runs of pages without live data */
     if (resident & (1u << p)) {
       p++;

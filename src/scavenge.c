@@ -28,7 +28,8 @@
  * Invariants: a phantom is never on a free list and never handed out; a
  * dropped page holds only phantoms (and slab space past the last block);
  * seg->drop and seg->nphantom are the owner's, cleared when the slab's pages
- * are freed (slab.c, _hak_slab_clear).  Not in the secure build (its blocks
+ * are freed (slab.c, _hak_slab_clear); the owner stores them relaxed, since
+ * the figures walk (stats.c) reads them while it writes.  Not in the secure build (its blocks
  * carry fills and trailers) and not with meshing (its live maps count every
  * carved block off the free list as live). */
 #include "internal.h"
@@ -117,7 +118,7 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
   }
   if (last != NULL) hak_block_set_next(last, NULL);
   s->free = head;
-  seg->nphantom[idx] = (uint16_t)(seg->nphantom[idx] + phantoms);
+  __atomic_store_n(&seg->nphantom[idx], (uint16_t)(seg->nphantom[idx] + phantoms), __ATOMIC_RELAXED);
   /* give the pages back, a run at a time */
   size_t n = 0;
   for (size_t j = 0; j < nos;) {
@@ -127,7 +128,8 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
     }
     size_t k = j;
     while (k < nos && ((newdrop[k / 64] >> (k % 64)) & 1)) {
-      seg->drop[idx + k / OS_PER_PAGE] |= (uint16_t)(1u << (k % OS_PER_PAGE));
+      __atomic_store_n(&seg->drop[idx + k / OS_PER_PAGE],
+                       (uint16_t)(seg->drop[idx + k / OS_PER_PAGE] | (1u << (k % OS_PER_PAGE))), __ATOMIC_RELAXED);
       k++;
     }
     /* an advised half of the segment is advised no more, or khugepaged
@@ -147,9 +149,9 @@ static size_t drop_clear(hak_segment_t* seg, size_t idx, unsigned npages) {
   size_t pages = 0;
   for (unsigned k = 0; k < npages; k++) {
     pages += (size_t)__builtin_popcount(seg->drop[idx + k]);
-    seg->drop[idx + k] = 0;
+    __atomic_store_n(&seg->drop[idx + k], 0, __ATOMIC_RELAXED);
   }
-  seg->nphantom[idx] = 0;
+  __atomic_store_n(&seg->nphantom[idx], 0, __ATOMIC_RELAXED);
   if (pages) atomic_fetch_sub_explicit(&_hak_stat_scav_dropped, pages, memory_order_relaxed);
   return pages;
 }
