@@ -34,6 +34,7 @@ static void* bg_main(void* arg) {
  * is empty memory to watch. */
 void _hak_background_wake(void) {
   if (hak_likely(hak_load_relaxed(&bg_state) != 0)) return;
+  if (_hak_tls_forking) return;   /* inside fork: a child's handler says whether it has one */
   if (!hak_opt(BACKGROUND) || hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF || hak_opt(DECOMMIT_DELAY_MS) == 0) return;
   uint64_t hits, misses, ev;
   size_t cached, mapped;
@@ -41,6 +42,7 @@ void _hak_background_wake(void) {
   if (hak_load_relaxed(&_hak_retained_bytes) + cached < BG_MIN_BYTES) return;
   int expect = 0;
   if (!atomic_compare_exchange_strong(&bg_state, &expect, 1)) return;
+  _hak_os_fork_register();   /* before there are two threads (internal.h, hak_lock) */
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

@@ -98,7 +98,7 @@ hak_segment_t* _hak_bigcache_take(size_t need) {
   size_t k = bc_class_ceil(need);
   size_t lo = need >= BC_GROW_MIN && k >= 8 ? k - 8 : k;   /* down to a quarter of the request */
   hak_segment_t* seg = NULL;
-  pthread_mutex_lock(&bc_lock);
+  hak_lock(&bc_lock);
   /* Among blocks whose mapping fits (up to 8x the request), prefer the one
    * whose touched extent already covers the request and is smallest (no
    * fault, least idle resident memory), else the most touched one (fewest
@@ -125,7 +125,7 @@ hak_segment_t* _hak_bigcache_take(size_t need) {
     }
   }
   if (bc < BC_CLASSES) seg = bc_remove_locked(bc, bi);
-  pthread_mutex_unlock(&bc_lock);
+  hak_unlock(&bc_lock);
   atomic_fetch_add_explicit(seg ? &bc_hits : &bc_misses, 1, memory_order_relaxed);
   return seg;
 }
@@ -164,7 +164,7 @@ hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent) {
   if (hak_load_relaxed(&bc_bytes) == 0) return NULL;
   hak_segment_t* seg = NULL;
   size_t room = max_bytes() > hak_load_relaxed(&bc_pinned) ? max_bytes() - hak_load_relaxed(&bc_pinned) : 0;
-  pthread_mutex_lock(&bc_lock);
+  hak_lock(&bc_lock);
   size_t bc = BC_CLASSES, bi = 0, bpeak = SIZE_MAX;
   for (uint64_t m = classes_in(bc_class_ceil(need), BC_CLASSES - 1); m; m &= m - 1) {
     size_t c = (size_t)__builtin_ctzll(m);
@@ -180,7 +180,7 @@ hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent) {
     if (bc < BC_CLASSES) break;
   }
   if (bc < BC_CLASSES) seg = bc_remove_locked(bc, bi);
-  pthread_mutex_unlock(&bc_lock);
+  hak_unlock(&bc_lock);
   if (seg) {
     seg->pinned = excess(seg, extent);
     atomic_fetch_add_explicit(&bc_pinned, seg->pinned, memory_order_relaxed);
@@ -230,7 +230,7 @@ bool _hak_bigcache_put(hak_segment_t* seg) {
   hak_segment_t* evicted[16];
   size_t nev = 0;
   uint64_t now = _hak_clock_ms();
-  pthread_mutex_lock(&bc_lock);
+  hak_lock(&bc_lock);
   if (bc_count[k] == BC_WAYS) evicted[nev++] = bc_remove_locked(k, 0);
   while (hak_load_relaxed(&bc_bytes) + resident(seg) > limit && bc_total_entries > 0 && nev < 16)
     bc_evict_oldest_locked(evicted, &nev, 16);
@@ -244,7 +244,7 @@ bool _hak_bigcache_put(hak_segment_t* seg) {
     atomic_fetch_add_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
     atomic_fetch_add_explicit(&bc_mapped, seg->map_size, memory_order_relaxed);
   }
-  pthread_mutex_unlock(&bc_lock);
+  hak_unlock(&bc_lock);
   if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
   for (size_t i = 0; i < nev; i++) _hak_release_large(evicted[i]);
   return ok;
@@ -257,11 +257,11 @@ void _hak_bigcache_expire(uint64_t max_age_ms) {
   for (;;) {
     hak_segment_t* evicted[16];
     size_t nev = 0;
-    pthread_mutex_lock(&bc_lock);
+    hak_lock(&bc_lock);
     for (size_t c = 0; c < BC_CLASSES && nev < 16; c++) {
       while (bc_count[c] && nev < 16 && now - bc_ring[c][0].t_ms >= max_age_ms) evicted[nev++] = bc_remove_locked(c, 0);
     }
-    pthread_mutex_unlock(&bc_lock);
+    hak_unlock(&bc_lock);
     if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
     for (size_t i = 0; i < nev; i++) _hak_release_large(evicted[i]);
     if (nev < 16) return;
@@ -276,6 +276,6 @@ void _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, 
   *bytes = hak_load_relaxed(&bc_bytes);
 }
 
-void _hak_bigcache_fork_prepare(void) { pthread_mutex_lock(&bc_lock); }
-void _hak_bigcache_fork_parent(void) { pthread_mutex_unlock(&bc_lock); }
+void _hak_bigcache_fork_prepare(void) { hak_lock(&bc_lock); }
+void _hak_bigcache_fork_parent(void) { hak_unlock(&bc_lock); }
 void _hak_bigcache_fork_child(void) { pthread_mutex_init(&bc_lock, NULL); }

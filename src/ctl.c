@@ -21,21 +21,21 @@ static uint64_t ctl_epoch;   /* snapshots taken (0: none yet) */
 static void ctl_refresh(void) {
   hak_figures_t f;
   _hak_figures(&f);
-  pthread_mutex_lock(&ctl_lock);
+  hak_lock(&ctl_lock);
   ctl_snap = f;
   ctl_epoch++;
-  pthread_mutex_unlock(&ctl_lock);
+  hak_unlock(&ctl_lock);
 }
 
 /* n bytes at offset off of the snapshot (off + n within it) */
 static void ctl_snap_read(size_t off, void* out, size_t n) {
-  pthread_mutex_lock(&ctl_lock);
+  hak_lock(&ctl_lock);
   bool none = ctl_epoch == 0;
-  pthread_mutex_unlock(&ctl_lock);
+  hak_unlock(&ctl_lock);
   if (none) ctl_refresh();
-  pthread_mutex_lock(&ctl_lock);
+  hak_lock(&ctl_lock);
   memcpy(out, (const uint8_t*)&ctl_snap + off, n);
-  pthread_mutex_unlock(&ctl_lock);
+  hak_unlock(&ctl_lock);
 }
 
 /* ---------------------------------------------------------------- the names
@@ -77,9 +77,9 @@ static int get_version(const ctl_t* c, size_t i, void* out) {
 }
 static int get_epoch(const ctl_t* c, size_t i, void* out) {
   (void)c, (void)i;
-  pthread_mutex_lock(&ctl_lock);
+  hak_lock(&ctl_lock);
   *(uint64_t*)out = ctl_epoch;
-  pthread_mutex_unlock(&ctl_lock);
+  hak_unlock(&ctl_lock);
   return 0;
 }
 static int set_epoch(const ctl_t* c, size_t i, const void* in) {
@@ -234,8 +234,8 @@ hak_api int hakmem_ctl(const char* name, void* oldp, size_t* oldlenp, const void
   return err;
 }
 
-void _hak_ctl_fork_prepare(void) { pthread_mutex_lock(&ctl_lock); }
-void _hak_ctl_fork_parent(void) { pthread_mutex_unlock(&ctl_lock); }
+void _hak_ctl_fork_prepare(void) { hak_lock(&ctl_lock); }
+void _hak_ctl_fork_parent(void) { hak_unlock(&ctl_lock); }
 void _hak_ctl_fork_child(void) { pthread_mutex_init(&ctl_lock, NULL); }
 
 /* ---------------------------------------------------------------- malloc_info

@@ -34,7 +34,7 @@ static void heap_reset(hak_heap_t* h) {
 }
 
 hak_heap_t* _hak_heap_acquire(void) {
-  pthread_mutex_lock(&heap_lock);
+  hak_lock(&heap_lock);
   hak_heap_t* h = heap_pool;
   if (h != NULL) {
     heap_pool = h->next_free;
@@ -56,22 +56,22 @@ hak_heap_t* _hak_heap_acquire(void) {
     heap_reset(h);
     h->in_use = 1;
   }
-  pthread_mutex_unlock(&heap_lock);
+  hak_unlock(&heap_lock);
   return h;
 }
 
 static void heap_release_to_pool(hak_heap_t* h) {
-  pthread_mutex_lock(&heap_lock);
+  hak_lock(&heap_lock);
   h->in_use = 0;
   h->next_free = heap_pool;
   heap_pool = h;
-  pthread_mutex_unlock(&heap_lock);
+  hak_unlock(&heap_lock);
 }
 
 void _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg) {
-  pthread_mutex_lock(&heap_lock);
+  hak_lock(&heap_lock);
   for (hak_heap_t* h = heap_all; h; h = h->next_all) fn(h, arg);
-  pthread_mutex_unlock(&heap_lock);
+  hak_unlock(&heap_lock);
 }
 
 /* ---------------------------------------------------------------- abandon / adopt */
@@ -170,8 +170,8 @@ void _hak_collect_heap(hak_heap_t* h) {
 }
 
 /* ---------------------------------------------------------------- fork */
-void _hak_heaps_fork_prepare(void) { pthread_mutex_lock(&heap_lock); }
-void _hak_heaps_fork_parent(void) { pthread_mutex_unlock(&heap_lock); }
+void _hak_heaps_fork_prepare(void) { hak_lock(&heap_lock); }
+void _hak_heaps_fork_parent(void) { hak_unlock(&heap_lock); }
 void _hak_heaps_fork_child(hak_heap_t* self) {
   /* The other threads' heaps are left as they are: they may have been in the
    * middle of a list update when fork() ran, so walking them is not safe.

@@ -48,8 +48,10 @@ static void fork_prepare(void) {
   _hak_ctl_fork_prepare();
   _hak_prof_fork_prepare();   /* a leaf: nothing else is taken while it is held */
   _hak_mesh_fork_barrier();
+  _hak_tls_forking = true;   /* from here to parent/child, this thread's locks are held */
 }
 static void fork_parent(void) {
+  _hak_tls_forking = false;
   _hak_mesh_fork_parent();
   _hak_ctl_fork_parent();
   _hak_limit_fork_parent();
@@ -62,6 +64,7 @@ static void fork_parent(void) {
   _hak_heaps_fork_parent();
 }
 static void fork_child(void) {
+  _hak_tls_forking = false;
   _hak_mesh_fork_child();   /* first: the child's own copy of meshed pages */
   _hak_prof_fork_child();
   _hak_sites_fork_child();
@@ -102,13 +105,17 @@ void _hak_process_init(void) {
   if (pthread_key_create(&thread_key, thread_done) == 0) hak_store_release(&thread_key_ok, 1);
   hak_store_release(&_hak_initialized, 2);
   if (hak_opt(PREWARM) > 0) _hak_segments_prewarm((size_t)hak_opt(PREWARM));
-  /* may allocate (it does not in glibc for the first handlers): after state 2 */
-  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  /* Registered now only if a child needs its handler whatever the threads
+   * (meshing's private copy of the pages); else when a second thread appears
+   * (os.c).  May allocate (it does not in glibc for the first handlers):
+   * after state 2. */
+  _hak_os_fork_handlers(fork_prepare, fork_parent, fork_child, hak_opt(MESH));
 }
 
 __attribute__((constructor(101))) static void hak_constructor(void) {
   _hak_process_init();
   _hak_options_init();   /* environ may not have been set at the first malloc */
+  if (hak_opt(MESH)) _hak_os_fork_register();
   _hak_limit_init();
   _hak_stats_init();
   if (_hak_tls_heap == &_hak_heap_empty) (void)_hak_thread_init();

@@ -63,6 +63,34 @@
 #define hak_store_relaxed(p, v)  atomic_store_explicit((p), (v), memory_order_relaxed)
 #define hak_store_release(p, v)  atomic_store_explicit((p), (v), memory_order_release)
 
+/* Locks, all taken through hak_lock.  The fork handlers (init.c) are
+ * registered only once the process has a second thread (os.c): libc's
+ * atfork code costs a process 128 KiB of resident pages, and while a process
+ * has one thread no other thread can hold a lock when it forks.  So a lock is
+ * taken only after the handlers are in place if another thread may exist.
+ * Registered late, ours may run before a program's own prepare handler, or
+ * glibc may allocate inside fork: the forking thread may allocate while its
+ * prepare handler holds every lock, and its locks are then no-ops. */
+extern _Atomic(int) _hak_fork_state;   /* 2: registered */
+extern __thread bool _hak_tls_forking;
+void _hak_os_fork_ready(void);
+void _hak_os_fork_register(void);
+void _hak_os_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void), bool now);
+static inline void hak_fork_ready(void) {
+  if (hak_unlikely(hak_load_relaxed(&_hak_fork_state) != 2)) _hak_os_fork_ready();
+}
+static inline int hak_lock(pthread_mutex_t* m) {
+  hak_fork_ready();
+  return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_lock(m);
+}
+static inline int hak_trylock(pthread_mutex_t* m) {
+  hak_fork_ready();
+  return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_trylock(m);
+}
+static inline int hak_unlock(pthread_mutex_t* m) {
+  return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_unlock(m);
+}
+
 /* ---------------------------------------------------------------- geometry */
 #define HAK_SEG_SHIFT      22                        /* SuperSlab: 4 MiB, aligned */
 #define HAK_SEG_SIZE       ((size_t)1 << HAK_SEG_SHIFT)

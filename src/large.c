@@ -40,14 +40,14 @@ static _Atomic(size_t) huge_count;
 bool _hak_huge_aligned_lookup(const void* p, hak_segment_t** seg_out) {
   if (hak_load_relaxed(&huge_count) == 0) return false;
   bool found = false;
-  pthread_mutex_lock(&huge_lock);
+  hak_lock(&huge_lock);
   for (size_t i = 0; i < HUGE_N; i++)
     if (huge_tab[i].p == (uintptr_t)p) {
       *seg_out = huge_tab[i].seg;
       found = true;
       break;
     }
-  pthread_mutex_unlock(&huge_lock);
+  hak_unlock(&huge_lock);
   return found;
 }
 
@@ -74,7 +74,7 @@ static void* huge_aligned_alloc(size_t size, size_t align) {
   seg->huge_aligned = 1;   /* in the huge table, not in the segment map */
   uintptr_t p = (uintptr_t)seg + align;
   bool ok = false;
-  pthread_mutex_lock(&huge_lock);
+  hak_lock(&huge_lock);
   for (size_t i = 0; i < HUGE_N; i++)
     if (huge_tab[i].p == 0) {
       huge_tab[i].p = p;
@@ -83,7 +83,7 @@ static void* huge_aligned_alloc(size_t size, size_t align) {
       ok = true;
       break;
     }
-  pthread_mutex_unlock(&huge_lock);
+  hak_unlock(&huge_lock);
   if (!ok) {
     _hak_os_unmap(seg, map);
     errno = ENOMEM;
@@ -97,7 +97,7 @@ static void* huge_aligned_alloc(size_t size, size_t align) {
 }
 
 static void huge_remove(uintptr_t p) {
-  pthread_mutex_lock(&huge_lock);
+  hak_lock(&huge_lock);
   for (size_t i = 0; i < HUGE_N; i++)
     if (huge_tab[i].p == p) {
       huge_tab[i].p = 0;
@@ -105,7 +105,7 @@ static void huge_remove(uintptr_t p) {
       atomic_fetch_sub_explicit(&huge_count, 1, memory_order_relaxed);
       break;
     }
-  pthread_mutex_unlock(&huge_lock);
+  hak_unlock(&huge_lock);
 }
 
 /* ---------------------------------------------------------------- alloc / free */
@@ -449,12 +449,12 @@ void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size) {
 }
 
 void _hak_large_fork_prepare(void) {
-  pthread_mutex_lock(&huge_lock);
+  hak_lock(&huge_lock);
   _hak_secure_large_fork(0);
 }
 void _hak_large_fork_parent(void) {
   _hak_secure_large_fork(1);
-  pthread_mutex_unlock(&huge_lock);
+  hak_unlock(&huge_lock);
 }
 void _hak_large_fork_child(void) {
   _hak_secure_large_fork(2);

@@ -79,9 +79,9 @@ void _hak_limit_init(void) {
  * thread at a time; a thread that waited finds the work done when the
  * resident size has come down meanwhile. */
 static void limit_release(size_t bytes, size_t high) {
-  pthread_mutex_lock(&limit_lock);
+  hak_lock(&limit_lock);
   if (_hak_os_rss_bytes() + bytes <= high) {
-    pthread_mutex_unlock(&limit_lock);
+    hak_unlock(&limit_lock);
     return;
   }
   atomic_fetch_add_explicit(&_hak_limit_epoch, 1, memory_order_relaxed);
@@ -90,7 +90,7 @@ static void limit_release(size_t bytes, size_t high) {
   _hak_pool_abandoned_tick(true);
   _hak_pool_tick(_hak_clock_ms(), 0, true);
   _hak_segment_cache_trim(0);
-  pthread_mutex_unlock(&limit_lock);
+  hak_unlock(&limit_lock);
 }
 
 void _hak_limit_grow_slow(size_t bytes) {
@@ -98,8 +98,8 @@ void _hak_limit_grow_slow(size_t bytes) {
   if (_hak_os_rss_bytes() + bytes > high) limit_release(bytes, high);
 }
 
-void _hak_limit_fork_prepare(void) { pthread_mutex_lock(&limit_lock); }
-void _hak_limit_fork_parent(void) { pthread_mutex_unlock(&limit_lock); }
+void _hak_limit_fork_prepare(void) { hak_lock(&limit_lock); }
+void _hak_limit_fork_parent(void) { hak_unlock(&limit_lock); }
 void _hak_limit_fork_child(void) { pthread_mutex_init(&limit_lock, NULL); }
 
 uint64_t _hak_limit_releases(void) { return hak_load_relaxed(&_hak_limit_epoch); }

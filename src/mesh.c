@@ -208,7 +208,7 @@ static bool mesh_ready(void) {
 }
 
 static hak_mesh_t* entry_new(hak_slab_t* s) {
-  pthread_mutex_lock(&reg_lock);
+  hak_lock(&reg_lock);
   hak_mesh_t* e = entry_free;
   if (e != NULL) {
     entry_free = e->next;
@@ -232,12 +232,12 @@ static hak_mesh_t* entry_new(hak_slab_t* s) {
     reg_head = e;
     atomic_fetch_add_explicit(&_hak_mesh_entries, 1, memory_order_relaxed);
   }
-  pthread_mutex_unlock(&reg_lock);
+  hak_unlock(&reg_lock);
   return e;
 }
 
 static void entry_drop(hak_mesh_t* e) {
-  pthread_mutex_lock(&reg_lock);
+  hak_lock(&reg_lock);
   if (e->prev) e->prev->next = e->next;
   else reg_head = e->next;
   if (e->next) e->next->prev = e->prev;
@@ -245,13 +245,13 @@ static void entry_drop(hak_mesh_t* e) {
   e->next = entry_free;
   entry_free = e;
   atomic_fetch_sub_explicit(&_hak_mesh_entries, 1, memory_order_relaxed);
-  pthread_mutex_unlock(&reg_lock);
+  hak_unlock(&reg_lock);
 }
 
 static uint64_t slot_new(void) {
-  pthread_mutex_lock(&reg_lock);
+  hak_lock(&reg_lock);
   uint64_t off = slot_nfree ? slots[--slot_nfree] : (slot_end += HAK_PAGE_SIZE) - HAK_PAGE_SIZE;
-  pthread_mutex_unlock(&reg_lock);
+  hak_unlock(&reg_lock);
   return off;
 }
 
@@ -372,9 +372,9 @@ static bool absorb(hak_heap_t* h, hak_mesh_t* ea, hak_slab_t* b, const uint64_t*
   unprotect_bit(b);
   if (eb->root == NULL && hak_segment_of(b)->mesh[hak_slab_index(b)] == eb) {   /* B was a root: its file page goes */
     _hak_os_punch(mesh_fd, eb->off, HAK_PAGE_SIZE);
-    pthread_mutex_lock(&reg_lock);
+    hak_lock(&reg_lock);
     slots[slot_nfree++] = eb->off;
-    pthread_mutex_unlock(&reg_lock);
+    hak_unlock(&reg_lock);
     hak_used_add(b, -(int32_t)eb->nphantom);   /* phantoms are only free space */
   }
   eb->root = ea;
@@ -616,10 +616,10 @@ static void mesh_class(hak_heap_t* h, size_t cls, plan_t* p) {
  * the aliases that emptied), and roots left with phantoms only are released. */
 static void sweep(hak_heap_t* h, hak_slab_t** buf, size_t cap) {
   size_t n = 0;
-  pthread_mutex_lock(&reg_lock);
+  hak_lock(&reg_lock);
   for (hak_mesh_t* e = reg_head; e != NULL && n < cap; e = e->next)
     if ((hak_load_relaxed(&e->slab->xowner) & ~HAK_OWNER_FLAGS) == (uintptr_t)h) buf[n++] = e->slab;
-  pthread_mutex_unlock(&reg_lock);
+  hak_unlock(&reg_lock);
   for (size_t i = 0; i < n; i++) {   /* aliases first: their blocks count in their roots */
     hak_slab_t* s = buf[i];
     if ((hak_load_relaxed(&s->xowner) & HAK_OWNER_MESHED) && _hak_mesh_collect_alias(h, s)) {
@@ -650,9 +650,9 @@ void _hak_mesh_pass(hak_heap_t* h, bool forced) {
    * returned too: with other threads' automatic passes running, all ten
    * hak_collect calls of test-mesh's debug run could find the lock taken
    * and mesh nothing (1 run in 30) */
-  if (forced ? pthread_mutex_lock(&mesh_lock) != 0 : pthread_mutex_trylock(&mesh_lock) != 0) return;
+  if (forced ? hak_lock(&mesh_lock) != 0 : hak_trylock(&mesh_lock) != 0) return;
   if (!mesh_ready()) {
-    pthread_mutex_unlock(&mesh_lock);
+    hak_unlock(&mesh_lock);
     return;
   }
   atomic_fetch_add_explicit(&st_passes, 1, memory_order_relaxed);
@@ -681,7 +681,7 @@ void _hak_mesh_pass(hak_heap_t* h, bool forced) {
     _hak_pace_found(&pace, hak_load_relaxed(&st_meshes) != before);
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_mutex_unlock(&mesh_lock);
+  hak_unlock(&mesh_lock);
 }
 
 /* ---------------------------------------------------------------- thread exit
@@ -727,14 +727,14 @@ static void unmesh(hak_heap_t* h, hak_slab_t* b) {
 
 void _hak_mesh_heap_exit(hak_heap_t* h) {
   if (hak_load_relaxed(&_hak_mesh_entries) == 0) return;
-  pthread_mutex_lock(&mesh_lock);
+  hak_lock(&mesh_lock);
   handler_install();
   sigset_t old;
   signals_block(&old);
   for (;;) {   /* one entry at a time: releasing a page drops entries */
     hak_slab_t* s = NULL;
     bool alias = false;
-    pthread_mutex_lock(&reg_lock);
+    hak_lock(&reg_lock);
     for (hak_mesh_t* e = reg_head; e != NULL; e = e->next) {
       uintptr_t xo = hak_load_relaxed(&e->slab->xowner);
       if ((xo & ~HAK_OWNER_FLAGS) != (uintptr_t)h) continue;
@@ -744,7 +744,7 @@ void _hak_mesh_heap_exit(hak_heap_t* h) {
         break;
       }
     }
-    pthread_mutex_unlock(&reg_lock);
+    hak_unlock(&reg_lock);
     if (s == NULL) break;
     if (alias) {
       if (_hak_mesh_collect_alias(h, s)) _hak_slab_release(h, s);
@@ -765,7 +765,7 @@ void _hak_mesh_heap_exit(hak_heap_t* h) {
     }
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_mutex_unlock(&mesh_lock);
+  hak_unlock(&mesh_lock);
 }
 
 /* ---------------------------------------------------------------- fork
@@ -785,10 +785,10 @@ static sigset_t fork_sigold;
 static bool fork_masked;
 static bool fork_barred;           /* the meshed pages are write-protected for this fork */
 
-void _hak_mesh_fork_prepare(void) { pthread_mutex_lock(&mesh_lock); }
+void _hak_mesh_fork_prepare(void) { hak_lock(&mesh_lock); }
 
 void _hak_mesh_fork_barrier(void) {
-  pthread_mutex_lock(&reg_lock);
+  hak_lock(&reg_lock);
   if (reg_head == NULL) return;
   signals_block(&fork_sigold);
   fork_masked = true;
@@ -880,8 +880,8 @@ void _hak_mesh_fork_parent(void) {
     fork_masked = false;
     pthread_sigmask(SIG_SETMASK, &fork_sigold, NULL);
   }
-  pthread_mutex_unlock(&reg_lock);
-  pthread_mutex_unlock(&mesh_lock);
+  hak_unlock(&reg_lock);
+  hak_unlock(&mesh_lock);
 }
 
 void _hak_mesh_fork_child(void) {

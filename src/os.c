@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <linux/falloc.h>
+#include <sched.h>
 #include <sys/resource.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -223,4 +225,48 @@ hak_api void hak_os_stats(hak_os_stats_t* out) {
   out->madvise_bytes = hak_load_relaxed(&os_madvise_bytes);
   out->mapped_bytes = hak_load_relaxed(&os_mapped);
   out->peak_mapped_bytes = hak_load_relaxed(&os_peak_mapped);
+}
+
+/* ---------------------------------------------------------------- fork handlers
+ * Registered with libc when the process has a second thread, or at once when
+ * a mechanism needs its child handler whatever the threads (internal.h, at
+ * hak_lock).  libc turns __libc_single_threaded off in pthread_create before
+ * the new thread runs, so a new thread registers before its first lock, and
+ * its first remote free (remote.c).  While one thread registers, libc's
+ * atfork lock keeps any fork out, and the others wait here holding no lock of
+ * ours; the registering thread itself may allocate inside pthread_atfork. */
+_Atomic(int) _hak_fork_state;   /* 0: not registered, 1: being registered, 2: registered */
+__thread bool _hak_tls_forking;  /* this thread is inside fork, between prepare and parent/child */
+static __thread bool fork_registering;
+static void (*fork_fn[3])(void);
+static _Atomic(int) fork_fn_set;
+
+static void fork_register(void) {
+  int expect = 0;
+  if (atomic_compare_exchange_strong(&_hak_fork_state, &expect, 1)) {
+    fork_registering = true;
+    pthread_atfork(fork_fn[0], fork_fn[1], fork_fn[2]);
+    fork_registering = false;
+    hak_store_release(&_hak_fork_state, 2);
+    return;
+  }
+  while (hak_load_acquire(&_hak_fork_state) == 1) sched_yield();
+}
+
+void _hak_os_fork_ready(void) {
+  if (__libc_single_threaded || fork_registering || !hak_load_acquire(&fork_fn_set)) return;
+  fork_register();
+}
+
+void _hak_os_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void), bool now) {
+  fork_fn[0] = prepare;
+  fork_fn[1] = parent;
+  fork_fn[2] = child;
+  hak_store_release(&fork_fn_set, 1);
+  if (now || !__libc_single_threaded) fork_register();
+}
+
+/* From before a thread of hakmem's own is started. */
+void _hak_os_fork_register(void) {
+  if (hak_load_acquire(&fork_fn_set)) fork_register();
 }

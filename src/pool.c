@@ -184,7 +184,7 @@ hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size
   hak_segment_t* seg = NULL;
   size_t idx = 64;
   if (from != PAGES_NEW) {
-    pthread_mutex_lock(&pool_lock);
+    hak_lock(&pool_lock);
     for (hak_member_t* m = h->members; m != NULL && seg == NULL; m = m->next) {
       hak_segment_t* g = hak_segment_of(m);
       if ((idx = seg_run(g, from, npages, top)) < 64) seg = g;
@@ -193,18 +193,18 @@ hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size
     for (hak_segment_t* g = pool_avail; g != NULL && seg == NULL && k < POOL_SCAN; g = g->next, k++)
       if (member_room(g, h) && (idx = seg_run(g, from, npages, top)) < 64) seg = g;
     if (seg == NULL) {
-      pthread_mutex_unlock(&pool_lock);
+      hak_unlock(&pool_lock);
       return NULL;
     }
   } else {
     seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, (size_t)h->nsegs << HAK_SEG_SHIFT, bsize);
     if (seg == NULL) return NULL;
-    pthread_mutex_lock(&pool_lock);   /* nobody else knows seg yet */
+    hak_lock(&pool_lock);   /* nobody else knows seg yet */
     idx = find_run(seg->free_pages, npages, top && seg->thp != 0);
     avail_link(seg);
   }
   bool ok = pool_claim(h, seg, idx, npages, bsize, zero);
-  pthread_mutex_unlock(&pool_lock);
+  hak_unlock(&pool_lock);
   if (!ok) return NULL;
   *idx_out = idx;
   return seg;
@@ -236,9 +236,9 @@ static hak_segment_t* pool_give_locked(hak_heap_t* h, hak_segment_t* seg, size_t
 
 bool _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n) {
   bool gone;
-  pthread_mutex_lock(&pool_lock);
+  hak_lock(&pool_lock);
   hak_segment_t* empty = pool_give_locked(h, seg, idx, n, &gone);
-  pthread_mutex_unlock(&pool_lock);
+  hak_unlock(&pool_lock);
   if (empty != NULL) _hak_segment_free(empty);
   return gone;
 }
@@ -247,7 +247,7 @@ bool _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n) {
 /* h's thread exits: its slabs (marked abandoned by heap.c) wait in their
  * segments' abandoned entries for an adopter. */
 void _hak_pool_abandon(hak_heap_t* h) {
-  pthread_mutex_lock(&pool_lock);
+  hak_lock(&pool_lock);
   while (h->members != NULL) {
     hak_member_t* m = h->members;
     hak_segment_t* seg = hak_segment_of(m);
@@ -259,14 +259,14 @@ void _hak_pool_abandon(hak_heap_t* h) {
     }
     ab_link(seg);
   }
-  pthread_mutex_unlock(&pool_lock);
+  hak_unlock(&pool_lock);
 }
 
 /* Take the abandoned slabs of one segment, unless no more than `keep`
  * segments wait: they become h's (the caller collects them); their mask. */
 hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* mask) {
   if (hak_load_relaxed(&_hak_seg_abandoned) <= keep) return NULL;
-  pthread_mutex_lock(&pool_lock);
+  hak_lock(&pool_lock);
   hak_segment_t* seg = hak_load_relaxed(&_hak_seg_abandoned) > keep ? pool_abandoned : NULL;
   if (seg != NULL) {
     ab_unlink(seg);
@@ -281,7 +281,7 @@ hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* mask) {
     }
     atomic_fetch_add_explicit(&_hak_stat_seg_adopt_total, 1, memory_order_relaxed);
   }
-  pthread_mutex_unlock(&pool_lock);
+  hak_unlock(&pool_lock);
   return seg;
 }
 
@@ -304,7 +304,7 @@ void _hak_pool_abandoned_tick(bool force) {
   }
   hak_store_relaxed(&_hak_abandoned_hint, 0);
   hak_segment_t* emptied = NULL;
-  pthread_mutex_lock(&pool_lock);
+  hak_lock(&pool_lock);
   for (hak_segment_t *seg = pool_abandoned, *next; seg; seg = next) {
     next = seg->abnext;
     hak_member_t* a = member_of(seg, NULL);
@@ -325,7 +325,7 @@ void _hak_pool_abandoned_tick(bool force) {
       if (gone) break;
     }
   }
-  pthread_mutex_unlock(&pool_lock);
+  hak_unlock(&pool_lock);
   while (emptied != NULL) {   /* outside the lock: the segment cache takes it */
     hak_segment_t* seg = emptied;
     emptied = seg->next;
@@ -347,33 +347,33 @@ void _hak_pool_tick(uint64_t now, uint64_t delay, bool force) {
      * background tick a little early still finds them due) */
     if (now < due || !atomic_compare_exchange_strong(&next_ms, &due, now + (delay / 4 > 1 ? delay / 4 : 1))) return;
   }
-  pthread_mutex_lock(&pool_lock);
+  hak_lock(&pool_lock);
   for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next) {
     if (force) _hak_segment_decommit_free_pages(seg);
     else if (seg->dirty_pages | seg->dirty_old | seg->dirty_old2) _hak_segment_age(seg, now, delay);
   }
-  pthread_mutex_unlock(&pool_lock);
+  hak_unlock(&pool_lock);
 }
 
 /* Pages [lo, lo + n) of seg lose their huge-page advice (scavenge.c gives
  * pages of a slab back: the segment's advice is the pool's). */
 void _hak_pool_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n) {
-  pthread_mutex_lock(&pool_lock);
+  hak_lock(&pool_lock);
   if (seg->thp & 3) _hak_thp_demote(seg, lo, n);
-  pthread_mutex_unlock(&pool_lock);
+  hak_unlock(&pool_lock);
 }
 
 /* Where the pool's pages are (stats.c): segments with free pages, their free
  * pages and of those the resident ones. */
 void _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident) {
   *segs = *free_pages = *resident = 0;
-  pthread_mutex_lock(&pool_lock);
+  hak_lock(&pool_lock);
   for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next) {
     ++*segs;
     *free_pages += (size_t)__builtin_popcountll(seg->free_pages);
     *resident += (size_t)__builtin_popcountll(seg->free_pages & seg->dirty_pages);
   }
-  pthread_mutex_unlock(&pool_lock);
+  hak_unlock(&pool_lock);
 }
 
 /* Every slab of every small segment, once (stats.c, the figures on
@@ -388,21 +388,21 @@ static void walk_mask(hak_segment_t* seg, uint64_t mask, slab_walk_t* w) {
 }
 static void walk_heap(hak_heap_t* h, void* arg) {
   slab_walk_t* w = arg;
-  if (!w->locked) pthread_mutex_lock(&pool_lock);
+  if (!w->locked) hak_lock(&pool_lock);
   w->locked = true;
   for (hak_member_t* m = h->members; m != NULL; m = m->next) walk_mask(hak_segment_of(m), m->mask, w);
 }
 void _hak_pool_foreach_slab(void (*fn)(hak_slab_t*, void*), void* arg) {
   slab_walk_t w = {fn, arg, false};
   _hak_heaps_foreach(walk_heap, &w);
-  if (!w.locked) pthread_mutex_lock(&pool_lock);
+  if (!w.locked) hak_lock(&pool_lock);
   for (hak_segment_t* seg = pool_abandoned; seg != NULL; seg = seg->abnext) {
     hak_member_t* a = member_of(seg, NULL);
     if (a != NULL) walk_mask(seg, a->mask, &w);
   }
-  pthread_mutex_unlock(&pool_lock);
+  hak_unlock(&pool_lock);
 }
 
-void _hak_pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
-void _hak_pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
+void _hak_pool_fork_prepare(void) { hak_lock(&pool_lock); }
+void _hak_pool_fork_parent(void) { hak_unlock(&pool_lock); }
 void _hak_pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }

@@ -346,12 +346,12 @@ static int dump_locked(const char* path, bool leaks);
 static void dump_next_locked(void);
 
 static void prof_unlock(void) {
-  pthread_mutex_unlock(&prof_lock);
+  hak_unlock(&prof_lock);
   /* a signal that found the lock taken left its dump to whoever held it */
   if (hak_load_relaxed(&dump_pending) && atomic_exchange(&dump_pending, 0)) {
-    pthread_mutex_lock(&prof_lock);
+    hak_lock(&prof_lock);
     dump_next_locked();
-    pthread_mutex_unlock(&prof_lock);
+    hak_unlock(&prof_lock);
   }
 }
 
@@ -368,7 +368,7 @@ static void record(void* p, size_t size, uintptr_t site) {
       break;
     }
   uint32_t depth = (uint32_t)(n - from) < PROF_DEPTH ? (uint32_t)(n - from) : PROF_DEPTH;
-  pthread_mutex_lock(&prof_lock);
+  hak_lock(&prof_lock);
   bucket_t* b = bucket_get(pcs + from, depth, size);
   if (b != NULL && sample_put((uintptr_t)p, size, b)) {
     b->live_n++;
@@ -447,7 +447,7 @@ void _hak_prof_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site) {
 }
 
 void _hak_prof_free(void* p) {
-  pthread_mutex_lock(&prof_lock);
+  hak_lock(&prof_lock);
   sample_t* e = sample_find((uintptr_t)p);
   if (e != NULL) {
     e->b->live_n--;
@@ -460,7 +460,7 @@ void _hak_prof_free(void* p) {
 }
 
 void _hak_prof_moved(void* p, void* q, size_t size) {
-  pthread_mutex_lock(&prof_lock);
+  hak_lock(&prof_lock);
   sample_t* e = sample_find((uintptr_t)p);
   if (e != NULL) {
     bucket_t* b = e->b;
@@ -638,12 +638,12 @@ static void dump_next_locked(void) {
 static void on_signal(int sig) {
   (void)sig;
   int saved = errno;
-  if (!prof_busy && pthread_mutex_trylock(&prof_lock) == 0) {
+  if (!prof_busy && hak_trylock(&prof_lock) == 0) {
     bool was = prof_busy;
     prof_busy = true;
     dump_next_locked();
     prof_busy = was;
-    pthread_mutex_unlock(&prof_lock);
+    hak_unlock(&prof_lock);
   } else {
     hak_store_relaxed(&dump_pending, 1);   /* the lock's holder writes it (prof_unlock) */
   }
@@ -653,7 +653,7 @@ static void on_signal(int sig) {
 /* ---------------------------------------------------------------- control */
 static void prof_start(void) {
   if (hak_load_acquire(&prof_started)) return;
-  pthread_mutex_lock(&prof_lock);
+  hak_lock(&prof_lock);
   if (!hak_load_relaxed(&prof_started)) {
     prof_busy = true;
     bucket_hash = _hak_os_map(BUCKET_HASH_N * sizeof *bucket_hash, NULL);
@@ -683,7 +683,7 @@ static void prof_start(void) {
     prof_busy = false;
     if (bucket_hash != NULL) hak_store_release(&prof_started, 1);
   }
-  pthread_mutex_unlock(&prof_lock);
+  hak_unlock(&prof_lock);
 }
 
 void _hak_prof_init(void) {
@@ -711,11 +711,11 @@ int _hak_prof_dump(const char* path) {
   }
   bool was = prof_busy;
   prof_busy = true;
-  pthread_mutex_lock(&prof_lock);
+  hak_lock(&prof_lock);
   int r = 0;
   if (path != NULL) r = dump_locked(path, false);
   else dump_next_locked();
-  pthread_mutex_unlock(&prof_lock);
+  hak_unlock(&prof_lock);
   prof_busy = was;
   return r;
 }
@@ -727,12 +727,12 @@ hak_api int hakmem_prof_dump(const char* path) { return _hak_prof_dump(path); }
 void _hak_prof_at_exit(void) {
   if (!hak_load_acquire(&prof_started)) return;
   prof_busy = true;
-  pthread_mutex_lock(&prof_lock);
+  hak_lock(&prof_lock);
   dump_next_locked();
   size_t n = name_base();
   memcpy(name_buf + n, "leaks.heap", 11);
   dump_locked(name_buf, true);
-  pthread_mutex_unlock(&prof_lock);
+  hak_unlock(&prof_lock);
   if (hak_opt(VERBOSE))
     _hak_message("hakmem: heap profile: %llu samples (%llu sampling points lost), stacks by %s\n",
                  (unsigned long long)hak_load_relaxed(&prof_sampled), (unsigned long long)hak_load_relaxed(&prof_lost),
@@ -742,8 +742,8 @@ void _hak_prof_at_exit(void) {
 
 /* fork: the lock is the last one taken (nothing is locked while it is
  * held), and the child writes its own files, numbered from 0. */
-void _hak_prof_fork_prepare(void) { pthread_mutex_lock(&prof_lock); }
-void _hak_prof_fork_parent(void) { pthread_mutex_unlock(&prof_lock); }
+void _hak_prof_fork_prepare(void) { hak_lock(&prof_lock); }
+void _hak_prof_fork_parent(void) { hak_unlock(&prof_lock); }
 void _hak_prof_fork_child(void) {
   pthread_mutex_init(&prof_lock, NULL);
   dump_seq = 0;

@@ -47,10 +47,10 @@ static quar_t* ring_pool;   /* linked through slot[0].p */
 /* The thread's first quarantined block: a ring from the pool or a new one. */
 static hak_cold quar_t* quar_new(void) {
   quar_t* q;
-  pthread_mutex_lock(&ring_lock);
+  hak_lock(&ring_lock);
   q = ring_pool;
   if (q != NULL) ring_pool = q->slot[0].p;
-  pthread_mutex_unlock(&ring_lock);
+  hak_unlock(&ring_lock);
   if (q != NULL) q->slot[0].p = NULL;   /* empty: n == 0 */
   else q = _hak_os_map(sizeof(quar_t), NULL);   /* zero: empty */
   if (q != NULL) q->budget = (size_t)hak_opt(SECURE_QUARANTINE);
@@ -118,10 +118,10 @@ void* _hak_secure_quarantine_pop(bool dying) {
   if (q->n > 0) return quar_take(q);
   if (dying) {
     q->head = q->bytes = 0;
-    pthread_mutex_lock(&ring_lock);
+    hak_lock(&ring_lock);
     q->slot[0].p = ring_pool;
     ring_pool = q;
-    pthread_mutex_unlock(&ring_lock);
+    hak_unlock(&ring_lock);
     tls_quar = QUAR_DEAD;
   }
   return NULL;
@@ -159,17 +159,17 @@ static _Atomic(hak_segment_t*) lq_newest, lq_checked;
  * only then; the newest is never taken nor let go, so it is mapped). */
 void _hak_secure_large_recent(void) {
   if (hak_likely(hak_load_relaxed(&lq_newest) == hak_load_relaxed(&lq_checked))) return;
-  pthread_mutex_lock(&lq_lock);
+  hak_lock(&lq_lock);
   hak_segment_t* seg = lq_n > 0 ? lq_slot[(lq_head + lq_n - 1) % LARGE_QUAR_N] : NULL;
   if (seg != NULL && seg == hak_load_relaxed(&lq_newest) && seg != hak_load_relaxed(&lq_checked)) {
     if (!_hak_secure_large_head_ok(seg)) {
-      pthread_mutex_unlock(&lq_lock);
+      hak_unlock(&lq_lock);
       _hak_fatal("hakmem: write after free detected in block %p (large block, near offset 0): written after its free, "
                  "before the next malloc\n", (void*)((uint8_t*)seg + seg->large_off));
     }
   }
   hak_store_relaxed(&lq_checked, seg);
-  pthread_mutex_unlock(&lq_lock);
+  hak_unlock(&lq_lock);
 }
 
 static void lq_leave(hak_segment_t* seg) {
@@ -185,7 +185,7 @@ void _hak_secure_large_quarantine(hak_segment_t* seg) {
   _hak_secure_large_fill(seg);
   hak_segment_t* out[LARGE_QUAR_N + 1];
   size_t nout = 0;
-  pthread_mutex_lock(&lq_lock);
+  hak_lock(&lq_lock);
   lq_slot[(lq_head + lq_n) % LARGE_QUAR_N] = seg;
   lq_n++;
   hak_store_relaxed(&lq_newest, seg);
@@ -196,7 +196,7 @@ void _hak_secure_large_quarantine(hak_segment_t* seg) {
     lq_head = (lq_head + 1) % LARGE_QUAR_N;
     lq_n--;
   }
-  pthread_mutex_unlock(&lq_lock);
+  hak_unlock(&lq_lock);
   for (size_t i = 0; i < nout; i++) lq_leave(out[i]);   /* outside the lock */
 }
 
@@ -204,16 +204,16 @@ void _hak_secure_large_quarantine(hak_segment_t* seg) {
  * use, as the default build's BigCache is). */
 size_t _hak_secure_large_held(void) {
   size_t mapped = 0;
-  pthread_mutex_lock(&lq_lock);
+  hak_lock(&lq_lock);
   for (size_t k = 0; k < lq_n; k++) mapped += lq_slot[(lq_head + k) % LARGE_QUAR_N]->map_size;
-  pthread_mutex_unlock(&lq_lock);
+  hak_unlock(&lq_lock);
   return mapped;
 }
 
 /* Let every quarantined large block go (hak_collect, malloc_trim). */
 void _hak_secure_large_flush(void) {
   for (;;) {
-    pthread_mutex_lock(&lq_lock);
+    hak_lock(&lq_lock);
     hak_segment_t* seg = NULL;
     if (lq_n > 0) {
       seg = lq_slot[lq_head];
@@ -221,7 +221,7 @@ void _hak_secure_large_flush(void) {
       lq_head = (lq_head + 1) % LARGE_QUAR_N;
       lq_n--;
     }
-    pthread_mutex_unlock(&lq_lock);
+    hak_unlock(&lq_lock);
     if (seg == NULL) return;
     lq_leave(seg);
   }
@@ -233,7 +233,7 @@ void _hak_secure_large_flush(void) {
  * default alignment.) */
 hak_segment_t* _hak_secure_large_take(size_t need) {
   hak_segment_t* seg = NULL;
-  pthread_mutex_lock(&lq_lock);
+  hak_lock(&lq_lock);
   for (size_t k = 0; k + LARGE_QUAR_NEW < lq_n; k++) {
     size_t i = (lq_head + k) % LARGE_QUAR_N;
     hak_segment_t* c = lq_slot[i];
@@ -249,18 +249,18 @@ hak_segment_t* _hak_secure_large_take(size_t need) {
       break;
     }
   }
-  pthread_mutex_unlock(&lq_lock);
+  hak_unlock(&lq_lock);
   if (seg != NULL) _hak_secure_large_verify(seg);
   return seg;
 }
 
 void _hak_secure_large_fork(int stage) {
   if (stage == 0) {
-    pthread_mutex_lock(&lq_lock);
-    pthread_mutex_lock(&ring_lock);
+    hak_lock(&lq_lock);
+    hak_lock(&ring_lock);
   } else if (stage == 1) {
-    pthread_mutex_unlock(&ring_lock);
-    pthread_mutex_unlock(&lq_lock);
+    hak_unlock(&ring_lock);
+    hak_unlock(&lq_lock);
   } else {
     pthread_mutex_init(&ring_lock, NULL);
     pthread_mutex_init(&lq_lock, NULL);

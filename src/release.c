@@ -103,7 +103,7 @@ void _hak_release_large(hak_segment_t* seg) {
   seg->large_peak = 0;   /* nothing resident any more */
   hak_segment_t* group[BATCH_N];
   size_t ng = 0;
-  pthread_mutex_lock(&batch_lock);
+  hak_lock(&batch_lock);
   if (batch_n == BATCH_N) ng = BATCH_N / 2;
   size_t drop = batch_va_of(ng);   /* address space of the ng oldest */
   while (ng < batch_n && batch_va - drop + seg->map_size > BATCH_VA) drop += batch[ng++]->map_size;
@@ -116,7 +116,7 @@ void _hak_release_large(hak_segment_t* seg) {
   batch[batch_n++] = seg;
   batch_va += seg->map_size;
   hak_store_relaxed(&batch_count, batch_n);
-  pthread_mutex_unlock(&batch_lock);
+  hak_unlock(&batch_lock);
   for (size_t i = 0; i < ng; i++) _hak_unmap_large(group[i]);
 }
 
@@ -124,7 +124,7 @@ void _hak_release_large(hak_segment_t* seg) {
 hak_segment_t* _hak_batch_take(size_t need) {
   if (hak_load_relaxed(&batch_count) == 0) return NULL;
   hak_segment_t* seg = NULL;
-  pthread_mutex_lock(&batch_lock);
+  hak_lock(&batch_lock);
   for (size_t i = batch_n; i-- > 0;) {
     if (batch[i]->map_size >= need && batch[i]->map_size <= 2 * need) {
       seg = batch[i];
@@ -135,7 +135,7 @@ hak_segment_t* _hak_batch_take(size_t need) {
     }
   }
   hak_store_relaxed(&batch_count, batch_n);
-  pthread_mutex_unlock(&batch_lock);
+  hak_unlock(&batch_lock);
   return seg;
 }
 
@@ -143,13 +143,13 @@ hak_segment_t* _hak_batch_take(size_t need) {
 void _hak_batch_flush(void) {
   for (;;) {
     hak_segment_t* group[BATCH_N];
-    pthread_mutex_lock(&batch_lock);
+    hak_lock(&batch_lock);
     size_t ng = batch_n;
     memcpy(group, batch, ng * sizeof *batch);
     batch_n = 0;
     batch_va = 0;
     hak_store_relaxed(&batch_count, 0);
-    pthread_mutex_unlock(&batch_lock);
+    hak_unlock(&batch_lock);
     for (size_t i = 0; i < ng; i++) _hak_unmap_large(group[i]);
     if (ng == 0) return;
   }
@@ -251,15 +251,15 @@ void _hak_heap_release_tick(hak_heap_t* h) {
 }
 
 void _hak_release_stats(uint64_t* calls, uint64_t* bytes, uint64_t* unmapped, size_t* parked, size_t* parked_mapped) {
-  pthread_mutex_lock(&batch_lock);
+  hak_lock(&batch_lock);
   *parked = batch_n;
   *parked_mapped = batch_va;
-  pthread_mutex_unlock(&batch_lock);
+  hak_unlock(&batch_lock);
   *calls = hak_load_relaxed(&rel_decommit_calls);
   *bytes = hak_load_relaxed(&rel_decommit_bytes);
   *unmapped = hak_load_relaxed(&rel_unmapped_blocks);
 }
 
-void _hak_release_fork_prepare(void) { pthread_mutex_lock(&batch_lock); }
-void _hak_release_fork_parent(void) { pthread_mutex_unlock(&batch_lock); }
+void _hak_release_fork_prepare(void) { hak_lock(&batch_lock); }
+void _hak_release_fork_parent(void) { hak_unlock(&batch_lock); }
 void _hak_release_fork_child(void) { pthread_mutex_init(&batch_lock, NULL); }

@@ -140,6 +140,7 @@ static void remote_free(hak_slab_t* s, hak_block_t* b) {
   uintptr_t head = hak_load_relaxed(&s->xthread_free);
   for (;;) {
     if (hak_unlikely(head == 0)) {
+      hak_fork_ready();   /* the tag below is what a child's handler clears */
       hak_block_set_next(b, NULL);
       if (atomic_compare_exchange_weak_explicit(&s->xthread_free, &head, hak_xf_push(HAK_XF_NOTIFYING, b),
                                                 memory_order_seq_cst, memory_order_relaxed)) {

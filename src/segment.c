@@ -40,13 +40,13 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
                                   uint32_t first_bsize) {
   hak_segment_t* seg = NULL;
   if (kind == HAK_SEG_SMALL && hak_load_relaxed(&_hak_seg_cached) > 0) {
-    pthread_mutex_lock(&seg_lock);
+    hak_lock(&seg_lock);
     seg = seg_cache;
     if (seg) {
       seg_cache = seg->next;
       atomic_fetch_sub_explicit(&_hak_seg_cached, 1, memory_order_relaxed);
     }
-    pthread_mutex_unlock(&seg_lock);
+    hak_unlock(&seg_lock);
   }
   if (seg == NULL) {
     _hak_limit_grow(map_size);
@@ -83,11 +83,11 @@ void _hak_segment_unmap(hak_segment_t* seg) {
 }
 
 static void seg_cache_push(hak_segment_t* seg) {
-  pthread_mutex_lock(&seg_lock);
+  hak_lock(&seg_lock);
   seg->next = seg_cache;
   seg_cache = seg;
   atomic_fetch_add_explicit(&_hak_seg_cached, 1, memory_order_relaxed);
-  pthread_mutex_unlock(&seg_lock);
+  hak_unlock(&seg_lock);
 }
 
 void _hak_segment_free(hak_segment_t* seg) {
@@ -101,14 +101,14 @@ void _hak_segment_free(hak_segment_t* seg) {
 /* Unmap cached empty segments beyond `keep`. */
 void _hak_segment_cache_trim(size_t keep) {
   for (;;) {
-    pthread_mutex_lock(&seg_lock);
+    hak_lock(&seg_lock);
     hak_segment_t* seg = NULL;
     if (hak_load_relaxed(&_hak_seg_cached) > keep && seg_cache != NULL) {
       seg = seg_cache;
       seg_cache = seg->next;
       atomic_fetch_sub_explicit(&_hak_seg_cached, 1, memory_order_relaxed);
     }
-    pthread_mutex_unlock(&seg_lock);
+    hak_unlock(&seg_lock);
     if (seg == NULL) return;
     _hak_segment_unmap(seg);
   }
@@ -117,10 +117,10 @@ void _hak_segment_cache_trim(size_t keep) {
 /* Decommit the resident empty pages of cached segments empty for delay_ms. */
 void _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms) {
   if (hak_load_relaxed(&_hak_seg_cached) == 0) return;
-  pthread_mutex_lock(&seg_lock);
+  hak_lock(&seg_lock);
   for (hak_segment_t* seg = seg_cache; seg; seg = seg->next)
     if (seg->dirty_pages && now_ms - seg->dirty_since >= delay_ms) _hak_segment_decommit_free_pages(seg);
-  pthread_mutex_unlock(&seg_lock);
+  hak_unlock(&seg_lock);
 }
 
 /* Map and fault in `bytes` of SuperSlabs into the cache (HAKMEM_PREWARM). */
@@ -144,6 +144,6 @@ void _hak_segments_prewarm(size_t bytes) {
   }
 }
 
-void _hak_segments_fork_prepare(void) { pthread_mutex_lock(&seg_lock); }
-void _hak_segments_fork_parent(void) { pthread_mutex_unlock(&seg_lock); }
+void _hak_segments_fork_prepare(void) { hak_lock(&seg_lock); }
+void _hak_segments_fork_parent(void) { hak_unlock(&seg_lock); }
 void _hak_segments_fork_child(void) { pthread_mutex_init(&seg_lock, NULL); }

@@ -23,11 +23,11 @@ static size_t zero_live;          /* live slots of zero_seg */
 static uint64_t* zero_bits(hak_segment_t* seg) { return (uint64_t*)((uint8_t*)seg + ZERO_BITMAP); }
 
 void* _hak_zero_alloc(void) {
-  pthread_mutex_lock(&zero_lock);
+  hak_lock(&zero_lock);
   if (zero_seg == NULL || zero_live == ZERO_SLOTS) {
     hak_segment_t* seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, (hak_seg_kind_t)HAK_SEG_ZERO, 0, 0);
     if (seg == NULL || !_hak_os_protect((uint8_t*)seg + ZERO_FIRST, HAK_SEG_SIZE - ZERO_FIRST, PROT_NONE)) {
-      pthread_mutex_unlock(&zero_lock);
+      hak_unlock(&zero_lock);
       return NULL;   /* (a segment that could not be protected stays unused) */
     }
     zero_seg = seg;   /* a full segment is kept: its slots are live */
@@ -41,7 +41,7 @@ void* _hak_zero_alloc(void) {
   zero_next = (i + 1) % ZERO_SLOTS;
   zero_live++;
   void* p = (uint8_t*)zero_seg + ZERO_FIRST + i * 16;
-  pthread_mutex_unlock(&zero_lock);
+  hak_unlock(&zero_lock);
   return p;
 }
 
@@ -55,14 +55,14 @@ int _hak_zero_state(hak_segment_t* seg, const void* p) {
 
 /* free() of an address in a zero segment: reported unless a live slot. */
 bool _hak_zero_free(hak_segment_t* seg, void* p, const char* op) {
-  pthread_mutex_lock(&zero_lock);
+  hak_lock(&zero_lock);
   int st = _hak_zero_state(seg, p);
   if (st == 1) {
     size_t i = ((size_t)((uint8_t*)p - (uint8_t*)seg) - ZERO_FIRST) / 16;
     zero_bits(seg)[i / 64] &= ~((uint64_t)1 << (i % 64));
     if (seg == zero_seg) zero_live--;
   }
-  pthread_mutex_unlock(&zero_lock);
+  hak_unlock(&zero_lock);
   if (st == 0) _hak_fatal("hakmem: double free of %p (zero-size block) in %s()\n", p, op);
   if (st < 0) _hak_invalid_pointer(op, p, "not the start of a block");
   return true;

@@ -1097,19 +1097,37 @@ static int child_main(int iter, uint64_t* inherited) {
   _exit(atomic_load(&failures) == before ? 0 : 1);
 }
 
-/* fork handlers of the program itself that allocate */
+/* Fork handlers of the program itself that allocate.  They are registered
+ * before the threads start, so hakmem's (registered with the second thread)
+ * run first in prepare and last in parent and child: these mallocs and frees
+ * run while hakmem's prepare handler holds every lock.  The large block and
+ * the aligned one take the locked paths (a new mapping, the large tier). */
 static void* atfork_block;
+static void* atfork_large;
 static void user_prepare(void) {
   atfork_block = t_malloc(3000);
   if (atfork_block) memset(atfork_block, 3, 3000);
+  atfork_large = t_malloc(3 * HT_MiB + 4096 * (size_t)(atfork_block != NULL));
+  if (atfork_large) memset(atfork_large, 5, 4096);
 }
-static void user_parent(void) { t_free(atfork_block); atfork_block = NULL; }
+static void user_parent(void) {
+  t_free(atfork_block);
+  t_free(atfork_large);
+  void* p = t_malloc(2 * HT_MiB);
+  if (p) memset(p, 6, 4096);
+  t_free(p);
+  atfork_block = atfork_large = NULL;
+}
 static void user_child(void) {
   void* p = t_malloc(5000);
   if (p) memset(p, 4, 5000);
   t_free(p);
+  p = t_malloc(5 * HT_MiB);
+  if (p) memset(p, 4, 4096);
+  t_free(p);
   t_free(atfork_block);
-  atfork_block = NULL;
+  t_free(atfork_large);
+  atfork_block = atfork_large = NULL;
 }
 
 static int run_fork(int forks, int bg) {
