@@ -92,7 +92,7 @@ HAK_EXPORT void hak_os_stats(hak_os_stats_t* out);
  *   version                 const char*  HAKMEM_VERSION
  *   epoch                   uint64_t     the stats.* names read a snapshot; writing any value
  *                                        takes a new one (the first read takes the first)
- *   stats.allocated         size_t  bytes in live blocks (small: class size; large: usable size)
+ *   stats.allocated         size_t  bytes in live blocks, at their usable sizes
  *   stats.active            size_t  bytes of slab pages in use and of live large blocks
  *   stats.metadata          size_t  mapped, neither active nor retained: headers, heaps, tables
  *   stats.resident          size_t  an upper estimate of the above that is in RAM

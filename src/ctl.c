@@ -70,6 +70,11 @@ static int get_nclasses(const ctl_t* c, size_t i, void* out) {
   *(size_t*)out = HAK_NCLASSES;
   return 0;
 }
+static int get_secure(const ctl_t* c, size_t i, void* out) {
+  (void)c, (void)i;
+  *(bool*)out = HAK_SECURE;
+  return 0;
+}
 static int get_version(const ctl_t* c, size_t i, void* out) {
   (void)c, (void)i;
   *(const char**)out = HAKMEM_VERSION;
@@ -140,6 +145,7 @@ static const ctl_t ctl_table[] = {
     {"version", CTL_STR, get_version, NULL, 0, false},
     {"epoch", CTL_U64, get_epoch, set_epoch, 0, true},
     {"class.count", CTL_SIZE, get_nclasses, NULL, 0, false},
+    {"config.secure", CTL_BOOL, get_secure, NULL, 0, false},
     {"opt.*", CTL_SIZE, get_option, NULL, 0, false},
     {"prof.active", CTL_BOOL, get_prof_active, set_prof_active, 0, false},
     {"prof.rate", CTL_SIZE, get_prof_rate, set_prof_rate, 0, false},

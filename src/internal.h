@@ -625,6 +625,7 @@ void* _hak_secure_pop_slow(hak_slab_t* s, hak_block_t* b, size_t req);   /* HAK_
 void _hak_secure_free(hak_slab_t* s, void* b, const char* op);
 void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op);
 int  _hak_secure_state(hak_slab_t* s, const void* b, size_t* req);
+void _hak_secure_live(const hak_slab_t* s, size_t* live, size_t* bytes);
 void _hak_secure_carve_fill(void* b, uint32_t bsize);
 void _hak_secure_shuffle(void** v, size_t n);
 void _hak_secure_segment_guards(hak_segment_t* seg);
@@ -661,6 +662,7 @@ extern size_t _hak_secure_guard_min;
 hak_inline void _hak_secure_free(hak_slab_t* s, void* b, const char* op) { (void)s, (void)b, (void)op; }
 hak_inline void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) { (void)s, (void)b, (void)op; }
 hak_inline int _hak_secure_state(hak_slab_t* s, const void* b, size_t* req) { (void)b; *req = s->bsize; return 0; }
+hak_inline void _hak_secure_live(const hak_slab_t* s, size_t* live, size_t* bytes) { (void)s, (void)live, (void)bytes; }
 hak_inline void _hak_secure_carve_fill(void* b, uint32_t bsize) { (void)b, (void)bsize; }
 hak_inline void _hak_secure_shuffle(void** v, size_t n) { (void)v, (void)n; }
 hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }

@@ -113,6 +113,24 @@ static int state_of(const hak_slab_t* s, const void* b, uint64_t t, size_t* req)
 }
 int _hak_secure_state(hak_slab_t* s, const void* b, size_t* req) { return state_of(s, b, hak_load64(trailer(s, b)), req); }
 
+/* The figures (stats.c): the live blocks of slab s and the bytes asked for
+ * them, what malloc_usable_size says of each, from their trailers.  A block
+ * held in a quarantine or freed by another thread is neither live nor free.
+ * Called with the page pool's lock held, so the slab's pages stay; its owner
+ * may be handing blocks out meanwhile, so each trailer is read once, whole. */
+void _hak_secure_live(const hak_slab_t* s, size_t* live, size_t* bytes) {
+  uint32_t bsize = __atomic_load_n(&s->bsize, __ATOMIC_RELAXED);
+  size_t end = hak_slab_bump(s, __atomic_load_n(&s->carved, __ATOMIC_RELAXED));
+  const uint8_t* base = hak_slab_start(s);
+  size_t n = 0, sum = 0, req;
+  for (size_t off = bsize; off + bsize <= end; off += bsize) {   /* (block 0 is never handed out) */
+    uint64_t t = __atomic_load_n((const uint64_t*)(base + off + bsize - 8), __ATOMIC_RELAXED);
+    if (state_of(s, base + off, t, &req) == HAK_SEC_LIVE) n++, sum += req;
+  }
+  *live = n;
+  *bytes = sum;
+}
+
 /* malloc, when hak_secure_pop_bad found something: the end of a free list
  * (a NULL link) is fine and the pop is completed here; anything else is
  * reported.  noipa: the fast path must see a function that returns, so that

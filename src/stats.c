@@ -224,7 +224,9 @@ static void figure_slab(hak_slab_t* s, void* arg) {
   hak_segment_t* seg = hak_segment_of(s);
   size_t idx = hak_slab_index(s);
   uint32_t remote = hak_xf_count(hak_load_relaxed(&s->xthread_free));
-  size_t live = used > remote ? used - remote : 0;
+  size_t held = used > remote ? used - remote : 0;   /* live, or (secure) quarantined */
+  size_t live = held, bytes = held * bsize;
+  if (HAK_SECURE) _hak_secure_live(s, &live, &bytes);   /* at their requests, the quarantine's left out */
   size_t cap = (((size_t)npages << HAK_PAGE_SHIFT) / bsize) - (HAK_SECURE ? 1 : 0);   /* (secure: block 0 is never handed out) */
   /* scavenged: the blocks on 4 KiB pages given back (neither free nor live)
    * and those pages, which serve no block until the slab takes them back */
@@ -236,10 +238,10 @@ static void figure_slab(hak_slab_t* s, void* arg) {
   }
   hak_class_figures_t* c = &f->cls[cls];
   c->live_blocks += live;
-  c->free_blocks += cap > live + phantoms ? cap - live - phantoms : 0;
+  c->free_blocks += cap > held + phantoms ? cap - held - phantoms : 0;
   c->slabs++;
   c->pages += npages;
-  f->small_allocated += live * bsize;
+  f->small_allocated += bytes;
   f->small_active += ((size_t)npages << HAK_PAGE_SHIFT) - dropped * HAK_OS_PAGE;
 }
 
@@ -251,7 +253,7 @@ void _hak_figures(hak_figures_t* f) {
   size_t slab_bytes = 0;
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_class_figures_t* k = &f->cls[c];
-    k->cls_size = _hak_class_size[c];
+    k->cls_size = _hak_class_size[c] - HAK_TRAILER;   /* the most a block holds (malloc_usable_size) */
     k->nmalloc = sums.nmalloc[c] + hak_load_relaxed(&_hak_stat_nmalloc_dead[c]);
     f->small_free_blocks += k->free_blocks;
     f->small_free_bytes += k->free_blocks * k->cls_size;

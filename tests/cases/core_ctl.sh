@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Figures on request (tests/test-ctl.c): hakmem_ctl's names and errors, the
 # figures following mallocs and frees (also other threads' and an exited
-# thread's), their order, mallopt; in the release and debug builds, with the
-# hak_ names, through LD_PRELOAD, and in each profile.  Then malloc_info's
+# thread's), their order, mallopt; in the release, debug and secure builds,
+# with the hak_ names, through LD_PRELOAD, and in each profile.  Then malloc_info's
 # XML, parsed with python3: well formed, in glibc's shape, and its totals the
 # ctl figures of the same moment.  HAKMEM_BACKGROUND=0: the background thread
 # would move the figures between two readings.
 set -euo pipefail
 . tests/cases/core_lib.sh
-need $T/test-ctl-release $T/test-ctl-debug $T/test-ctl-hak $T/test-ctl-glibc "$SO"
+need $T/test-ctl-release $T/test-ctl-debug $T/test-ctl-hak $T/test-ctl-glibc "$SO" build/libhakmem-secure.so
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export HAKMEM_BACKGROUND=0
 
@@ -16,6 +16,7 @@ run "test-ctl, standard names, build/libhakmem.a" $T/test-ctl-release api
 run "test-ctl, debug library" $T/test-ctl-debug api
 run "test-ctl, hak_ names" $T/test-ctl-hak api
 run "test-ctl (glibc-linked) with LD_PRELOAD=$SO" env LD_PRELOAD="$SO" $T/test-ctl-glibc api --require-hakmem
+run "test-ctl (glibc-linked), the secure build: blocks at their requests, the quarantine's not live" env LD_PRELOAD=build/libhakmem-secure.so $T/test-ctl-glibc api --require-hakmem
 run "test-ctl, HAKMEM_PROFILE=speed" env HAKMEM_PROFILE=speed $T/test-ctl-release api
 run "test-ctl, HAKMEM_PROFILE=lean" env HAKMEM_PROFILE=lean $T/test-ctl-release api
 run "test-ctl, the environment wins over mallopt" env HAKMEM_LEAN_TARGET_MB=7 HAKMEM_INVALID_FREE=warn $T/test-ctl-release api
