@@ -79,17 +79,9 @@ void _hak_os_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*c
 static inline void hak_fork_ready(void) {
   if (hak_unlikely(hak_load_relaxed(&_hak_fork_state) != 2)) _hak_os_fork_ready();
 }
-static inline int hak_lock(pthread_mutex_t* m) {
-  hak_fork_ready();
-  return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_lock(m);
-}
-static inline int hak_trylock(pthread_mutex_t* m) {
-  hak_fork_ready();
-  return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_trylock(m);
-}
-static inline int hak_unlock(pthread_mutex_t* m) {
-  return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_unlock(m);
-}
+int hak_lock(pthread_mutex_t* m);   /* (os.c: out of line, they are on slow paths only) */
+int hak_trylock(pthread_mutex_t* m);
+int hak_unlock(pthread_mutex_t* m);
 
 /* ---------------------------------------------------------------- geometry */
 #define HAK_SEG_SHIFT      22                        /* SuperSlab: 4 MiB, aligned */

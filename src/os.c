@@ -266,6 +266,18 @@ void _hak_os_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*c
   if (now || !__libc_single_threaded) fork_register();
 }
 
+__attribute__((noinline)) int hak_lock(pthread_mutex_t* m) {
+  hak_fork_ready();
+  return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_lock(m);
+}
+__attribute__((noinline)) int hak_trylock(pthread_mutex_t* m) {
+  hak_fork_ready();
+  return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_trylock(m);
+}
+__attribute__((noinline)) int hak_unlock(pthread_mutex_t* m) {
+  return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_unlock(m);
+}
+
 /* From before a thread of hakmem's own is started. */
 void _hak_os_fork_register(void) {
   if (hak_load_acquire(&fork_fn_set)) fork_register();
