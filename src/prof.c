@@ -72,10 +72,29 @@ typedef struct bucket_s {
   uintptr_t pcs[];
 } bucket_t;
 
-#define BUCKET_HASH_N ((size_t)1 << 14)
-static bucket_t** bucket_hash;   /* BUCKET_HASH_N chains (os.c mapping) */
+/* The chains start at one page and double when the buckets outnumber them:
+ * every chain a new stack lands in is a page touched at random, and a
+ * profiled process that has few stacks should not pay for many. */
+#define BUCKET_HASH_MIN ((size_t)HAK_OS_PAGE / sizeof(bucket_t*))
+static bucket_t** bucket_hash;   /* bucket_hash_n chains (os.c mapping) */
+static size_t bucket_hash_n, bucket_n;
 static bucket_t* bucket_all;
 static bucket_t** bucket_last = &bucket_all;
+
+static bool bucket_hash_grow(void) {
+  size_t n = bucket_hash_n ? bucket_hash_n * 2 : BUCKET_HASH_MIN;
+  bucket_t** t = _hak_os_map(n * sizeof *t, NULL);
+  if (t == NULL) return false;
+  for (bucket_t* b = bucket_all; b != NULL; b = b->all) {
+    bucket_t** chain = &t[b->hash & (n - 1)];
+    b->next = *chain;
+    *chain = b;
+  }
+  if (bucket_hash != NULL) _hak_os_unmap(bucket_hash, bucket_hash_n * sizeof *bucket_hash);
+  bucket_hash = t;
+  bucket_hash_n = n;
+  return true;
+}
 
 static uint64_t stack_hash(const uintptr_t* pcs, uint32_t n) {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
@@ -96,11 +115,13 @@ static uint32_t size_band(size_t size) {
 static bucket_t* bucket_get(const uintptr_t* pcs, uint32_t n, size_t size) {
   uint32_t band = size_band(size);
   uint64_t h = stack_hash(pcs, n) ^ (uint64_t)band * 0x9E3779B97F4A7C15ull;
-  bucket_t** chain = &bucket_hash[h & (BUCKET_HASH_N - 1)];
+  bucket_t** chain = &bucket_hash[h & (bucket_hash_n - 1)];
   for (bucket_t* b = *chain; b != NULL; b = b->next)
     if (b->hash == h && b->band == band && b->depth == n && memcmp(b->pcs, pcs, n * sizeof *pcs) == 0) return b;
+  if (bucket_n >= bucket_hash_n && bucket_hash_grow()) chain = &bucket_hash[h & (bucket_hash_n - 1)];
   bucket_t* b = arena_alloc(sizeof *b + n * sizeof *pcs);
   if (b == NULL) return NULL;
+  bucket_n++;
   b->hash = h;
   b->band = band;
   b->depth = n;
@@ -134,7 +155,7 @@ static int64_t sample_weight(size_t size) {
 static size_t slot_of(uintptr_t a, size_t cap) { return (size_t)((a >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1); }
 
 static bool samples_grow(void) {
-  size_t cap = samples_cap ? samples_cap * 2 : 4096;
+  size_t cap = samples_cap ? samples_cap * 2 : 256;   /* (6 KiB first: a few live samples touch few pages) */
   sample_t* t = _hak_os_map(cap * sizeof *t, NULL);
   if (t == NULL) return false;
   for (size_t i = 0; i < samples_cap; i++) {
@@ -656,7 +677,7 @@ static void prof_start(void) {
   hak_lock(&prof_lock);
   if (!hak_load_relaxed(&prof_started)) {
     prof_busy = true;
-    bucket_hash = _hak_os_map(BUCKET_HASH_N * sizeof *bucket_hash, NULL);
+    if (bucket_hash == NULL) bucket_hash_grow();
     /* a relative prefix names the directory the program started in, not
      * the one it is in when it exits */
     const char* pre = _hak_option_text(HAK_OPT_PROF_PREFIX);
