@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/types.h>
 #include "hakmem.h"
 
 /* ---------------------------------------------------------------- basics */
@@ -724,7 +725,18 @@ void* _hak_os_remap(void* old, size_t old_size, size_t new_size, int flags, void
 bool  _hak_os_protect(void* p, size_t size, int prot);
 bool  _hak_os_resident(void* p, size_t size, unsigned char* vec);
 size_t _hak_os_rss_bytes(void);
-bool _hak_os_read_small(const char* path, char* buf, size_t n);
+/* os.c: files (raw syscalls, no stdio, no allocation: async-signal-safe) */
+typedef struct { uint64_t dev, ino; } hak_file_id_t;   /* which file a descriptor refers to */
+hak_inline bool hak_file_id_eq(hak_file_id_t a, hak_file_id_t b) { return a.dev == b.dev && a.ino == b.ino; }
+int   _hak_os_open_read(const char* path);
+int   _hak_os_open_write(const char* path, int flags);
+ssize_t _hak_os_read(int fd, void* buf, size_t n);
+bool  _hak_os_write_all(int fd, const void* buf, size_t n);
+bool  _hak_os_close(int fd);
+int   _hak_os_dup_cloexec(int fd, int min);
+bool  _hak_os_file_id(int fd, bool cloexec, hak_file_id_t* id);
+bool  _hak_os_read_small(const char* path, char* buf, size_t n);
+bool  _hak_os_copy_data(int to, int from, const void* src, uint64_t off, size_t len);
 int   _hak_os_memfd(void);
 bool  _hak_os_map_file_at(void* addr, size_t size, int fd, uint64_t off);
 void* _hak_os_map_file(size_t size, int fd, uint64_t off);
