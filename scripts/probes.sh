@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/probes.sh [NAME=LIB.so ...] — which heap misuse does each allocator stop?
 #
-# Runs every probe of tests/rel/probes.c and tests/rel/probes_cxx.cc (issue
+# Runs every probe of tests/test-probes.c and tests/test-probes-cxx.cc (issue
 # #11: over/underflow, write/read after free, immediate reuse, uninitialised
 # reads, zero-size blocks, C++ delete mismatches; 8 B, 4 KiB and 256 KiB) as a
 # child process under LD_PRELOAD=LIB.so ("glibc" = no preload) and prints one
@@ -15,8 +15,8 @@
 # secure build and hardened_malloc in ../shared/peers, scudo from Debian's
 # libclang-rt-14-dev.
 #
-# With -s, runs the heap-exploitation cases of tests/rel/exploits.c and
-# exploits_cxx.cc instead (issue #30: our versions of mimalloc-bench's 116
+# With -s, runs the heap-exploitation cases of tests/test-exploits.c and
+# test-exploits-cxx.cc instead (issue #30: our versions of mimalloc-bench's 116
 # security cases), judged as that suite judges them: a case prints
 # NOT_CAUGHT after its misuse, and is missed when that line appears (even if
 # the program crashes later, at exit); caught otherwise (stopped by a signal
@@ -28,7 +28,7 @@
 #          -s        the exploitation cases, not the probes
 # Environment: PROBE_TIMEOUT seconds per probe (60; with -s 10: the suite
 # gives a case 1 s, a loaded machine needs more).  Builds the probe programs
-# into build/tests/rel/ (needs cc, g++).  Exit status 0, 2 on errors of use.
+# into build/tests/ (make; needs cc, g++).  Exit status 0, 2 on errors of use.
 set -euo pipefail
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -60,30 +60,18 @@ for l in "${libs[@]}"; do
   [[ -z $f || -e $f ]] || { echo "probes.sh: ${l%%=*}: no file $f" >&2; exit 2; }
 done
 
-bin=build/tests/rel
-mkdir -p "$bin"
-if [[ ! -x $bin/probes || tests/rel/probes.c -nt $bin/probes || tests/rel/rel_util.h -nt $bin/probes ]]; then
-  cc -std=gnu11 -O1 -g -Wall -Wextra -fno-builtin tests/rel/probes.c -o "$bin/probes"
-fi
-if [[ ! -x $bin/probes_cxx || tests/rel/probes_cxx.cc -nt $bin/probes_cxx || tests/rel/rel_util.h -nt $bin/probes_cxx ]]; then
-  g++ -std=gnu++17 -O1 -g -Wall -Wextra -fsized-deallocation tests/rel/probes_cxx.cc -o "$bin/probes_cxx"
-fi
-# the exploitation cases are built as the suite builds its own: no
-# optimisation, no builtins (every malloc, free and memcpy is a call)
-if [[ ! -x $bin/exploits || tests/rel/exploits.c -nt $bin/exploits || tests/rel/rel_util.h -nt $bin/exploits ]]; then
-  cc -std=gnu11 -O0 -g -fno-builtin -Wall -Wextra -Wno-free-nonheap-object tests/rel/exploits.c -o "$bin/exploits"
-fi
-if [[ ! -x $bin/exploits_cxx || tests/rel/exploits_cxx.cc -nt $bin/exploits_cxx || tests/rel/rel_util.h -nt $bin/exploits_cxx ]]; then
-  g++ -std=c++17 -O0 -g -Wall -Wextra -fsized-deallocation tests/rel/exploits_cxx.cc -o "$bin/exploits_cxx"
-fi
+# (tests/tests.mk: the exploitation cases are built as the suite builds its
+# own, with no optimisation and no builtins)
+bin=build/tests
+make -s $bin/test-probes-glibc $bin/test-probes-cxx-glibc $bin/test-exploits-glibc $bin/test-exploits-cxx-glibc >/dev/null
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 timeout_s=${PROBE_TIMEOUT:-$((suite ? 10 : 60))}
 [[ -n $out ]] && : >"$out"
 
 if ((suite)); then
-  cases=$( { "$bin/exploits" list | sed 's/^/exploits /'; "$bin/exploits_cxx" list | sed 's/^/exploits_cxx /'; } )
+  cases=$( { "$bin/test-exploits-glibc" list | sed 's/^/test-exploits-glibc /'; "$bin/test-exploits-cxx-glibc" list | sed 's/^/test-exploits-cxx-glibc /'; } )
 else
-  cases=$( { "$bin/probes" list | sed 's/^/probes /'; "$bin/probes_cxx" list | sed 's/^/probes_cxx /'; } )
+  cases=$( { "$bin/test-probes-glibc" list | sed 's/^/test-probes-glibc /'; "$bin/test-probes-cxx-glibc" list | sed 's/^/test-probes-cxx-glibc /'; } )
 fi
 for l in "${libs[@]}"; do
   name=${l%%=*} lib=${l#*=} caught=0 total=0

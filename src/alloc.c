@@ -39,7 +39,7 @@ hak_inline hak_slab_t* page_slab(const void* p) {
 /* One test for the common case: the block's slab is owned by this thread's
  * heap and not full.  The block must also be an already carved block start
  * (one multiply and compare) and not carry the free cookie (secure build: its
- * trailer must say it comes from the quarantine, internal.h). */
+ * trailer must say it comes from the quarantine, secure.h). */
 hak_inline void hak_free_block(void* p, const char* op) {
   if (hak_likely(hak_segmap_contains(p))) {
     hak_heap_t* h = hak_heap_get();

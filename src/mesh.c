@@ -9,12 +9,10 @@
  * into a meshed-away slab fails the owner test and goes out of line.
  * docs/DESIGN.md ("Compaction") gives the invariants. */
 #include "internal.h"
-#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/single_threaded.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define MESH_NBITS   (HAK_PAGE_SIZE / 16)           /* blocks of the smallest class in one page */
@@ -166,19 +164,12 @@ static void unprotect_bit(hak_slab_t* s) {
  * would corrupt it.  So the file is checked before a pass, a punch outside
  * one and a fork; if it is gone, meshing stops (meshed pages keep their
  * mappings, which hold the file). */
-static dev_t mesh_dev;
-static ino_t mesh_ino;
-static void fd_remember(int fd) {
-  struct stat st;
-  if (fd >= 0 && fstat(fd, &st) == 0) {
-    mesh_dev = st.st_dev;
-    mesh_ino = st.st_ino;
-  }
-}
+static hak_file_id_t mesh_id;
+static void fd_remember(int fd) { _hak_os_file_id(fd, false, &mesh_id); }
 static bool mesh_fd_ok(void) {
-  struct stat st;
+  hak_file_id_t id;
   if (mesh_fd < 0) return false;
-  if (fstat(mesh_fd, &st) == 0 && st.st_dev == mesh_dev && st.st_ino == mesh_ino) return true;
+  if (_hak_os_file_id(mesh_fd, false, &id) && hak_file_id_eq(id, mesh_id)) return true;
   mesh_fd = -1;
   mesh_off = true;
   return false;
@@ -813,18 +804,8 @@ void _hak_mesh_fork_barrier(void) {
       continue;
     }
     /* only the file's data runs: holes stay holes */
-    for (off_t at = (off_t)e->off, end = at + (off_t)HAK_PAGE_SIZE; at < end;) {
-      off_t d = lseek(mesh_fd, at, SEEK_DATA);
-      if (d < 0 || d >= end) break;
-      off_t hole = lseek(mesh_fd, d, SEEK_HOLE);
-      if (hole < 0 || hole > end) hole = end;
-      for (off_t w = d; w < hole;) {
-        ssize_t k = pwrite(fork_fd2, page + (w - (off_t)e->off), (size_t)(hole - w), w);
-        if (k <= 0) _hak_fatal("hakmem: mesh: copying meshed pages for fork failed\n");
-        w += k;
-      }
-      at = hole;
-    }
+    if (!_hak_os_copy_data(fork_fd2, mesh_fd, page, e->off, HAK_PAGE_SIZE))
+      _hak_fatal("hakmem: mesh: copying meshed pages for fork failed\n");
   }
   tsan_ignore_end();
   atomic_fetch_add_explicit(&st_forks, 1, memory_order_relaxed);
@@ -853,7 +834,7 @@ static void fork_privatize(void) {
       }
       unprotect_bit(e->slab);
     }
-  if (mesh_fd >= 0) close(mesh_fd);
+  if (mesh_fd >= 0) _hak_os_close(mesh_fd);
   mesh_fd = fork_fd2;
   fd_remember(mesh_fd);
   if (fork_fd2 < 0) mesh_off = true;
@@ -872,7 +853,7 @@ void _hak_mesh_fork_parent(void) {
         e->fork_copy = NULL;
       }
     }
-    if (fork_fd2 >= 0) close(fork_fd2);
+    if (fork_fd2 >= 0) _hak_os_close(fork_fd2);
     fork_fd2 = -1;
     hak_store_relaxed(&fork_pid, 0);
   }

@@ -2,7 +2,6 @@
  * without allocating.  Order: the profile first, then each variable; an
  * explicitly set variable always wins over the profile's default. */
 #include "internal.h"
-#include <unistd.h>
 
 extern char** environ;
 
@@ -208,7 +207,7 @@ void _hak_options_print(void) {
     value_text(i, _hak_options[i], val, sizeof val);
     int n = _hak_snprintf(line, sizeof line, "hakmem: option %-22s = %-10s %s  (%s)\n", opt_table[i].name, val,
                           opt_explicit[i] ? "[set]    " : "[default]", opt_table[i].doc);
-    if (n > 0) (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    if (n > 0) _hak_os_write_all(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
   }
 }
 

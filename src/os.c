@@ -1,6 +1,7 @@
 /* The OS module: the only code that calls mmap, munmap, madvise, mprotect and
- * mremap.  Every call is counted here (calls and bytes) so the syscall budget
- * can be checked from hakmem's own statistics.
+ * mremap, the clocks and the file calls.  Every memory call is counted here
+ * (calls and bytes) so the syscall budget can be checked from hakmem's own
+ * statistics.
  * Contract: functions return NULL/false on failure with errno set by the
  * kernel; they never allocate and never print. */
 #include "internal.h"
@@ -10,6 +11,7 @@
 #include <linux/falloc.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -155,13 +157,87 @@ bool _hak_os_punch(int fd, uint64_t off, size_t size) {
   return true;
 }
 
+/* Into file `to`, the data runs of file `from` in [off, off+len), holes
+ * left holes; the bytes are taken from src, memory that shows `from` at off
+ * (the fork of meshed pages: async-signal-safe). */
+bool _hak_os_copy_data(int to, int from, const void* src, uint64_t off, size_t len) {
+  for (off_t at = (off_t)off, end = at + (off_t)len; at < end;) {
+    off_t d = lseek(from, at, SEEK_DATA);
+    if (d < 0 || d >= end) break;
+    off_t hole = lseek(from, d, SEEK_HOLE);
+    if (hole < 0 || hole > end) hole = end;
+    for (off_t w = d; w < hole;) {
+      ssize_t k = pwrite(to, (const uint8_t*)src + (w - (off_t)off), (size_t)(hole - w), w);
+      if (k <= 0) return false;
+      w += k;
+    }
+    at = hole;
+  }
+  return true;
+}
+
 /* Which pages of [p, p+size) are resident (p page-aligned; vec: one byte a
  * page, bit 0 set when resident).  A page a private anonymous mapping
  * dropped (MADV_DONTNEED) and nobody touched since is not. */
 bool _hak_os_resident(void* p, size_t size, unsigned char* vec) { return mincore(p, size, vec) == 0; }
 
-/* A small file (a /proc or /sys figure) into buf, NUL-terminated: raw
- * syscalls, no stdio, no allocation.  False when unreadable or empty. */
+/* ---------------------------------------------------------------- files
+ * The files hakmem reads and writes itself: /proc and /sys figures, the
+ * statistics report, heap profiles, messages on stderr.  Raw syscalls, no
+ * stdio, no allocation: callable from a signal handler and with any lock of
+ * the heap held.  Descriptors are close-on-exec. */
+int _hak_os_open_read(const char* path) { return open(path, O_RDONLY | O_CLOEXEC); }
+
+/* flags: O_TRUNC, O_APPEND or O_EXCL; the file is created (mode 0644). */
+int _hak_os_open_write(const char* path, int flags) {
+  return open(path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644);
+}
+
+/* Up to n bytes: 0 at the end of the file, -1 on an error (not EINTR). */
+ssize_t _hak_os_read(int fd, void* buf, size_t n) {
+  ssize_t r;
+  while ((r = read(fd, buf, n)) < 0 && errno == EINTR) {
+  }
+  return r;
+}
+
+/* All n bytes, or false (errno says why; EINTR is retried). */
+bool _hak_os_write_all(int fd, const void* buf, size_t n) {
+  const char* p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+bool _hak_os_close(int fd) { return close(fd) == 0; }
+
+/* A duplicate of fd numbered min or above, close-on-exec; -1 on failure. */
+int _hak_os_dup_cloexec(int fd, int min) { return fcntl(fd, F_DUPFD_CLOEXEC, min); }
+
+/* Which file fd refers to (its device and inode), so that a descriptor kept
+ * across a program's own closes and dup2s can be checked; with cloexec, only
+ * while the descriptor is still close-on-exec (dup2 onto its number clears
+ * the flag).  False when fd is not open (or not close-on-exec). */
+bool _hak_os_file_id(int fd, bool cloexec, hak_file_id_t* id) {
+  struct stat st;
+  if (fd < 0) return false;
+  if (cloexec) {
+    int fl = fcntl(fd, F_GETFD);
+    if (fl < 0 || !(fl & FD_CLOEXEC)) return false;
+  }
+  if (fstat(fd, &st) != 0) return false;
+  id->dev = (uint64_t)st.st_dev;
+  id->ino = (uint64_t)st.st_ino;
+  return true;
+}
+
+/* A small file (a /proc or /sys figure) into buf, NUL-terminated.  False
+ * when unreadable or empty. */
 bool _hak_os_read_small(const char* path, char* buf, size_t n) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;

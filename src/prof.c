@@ -508,20 +508,14 @@ void _hak_prof_moved(void* p, void* q, size_t size) {
 
 /* ---------------------------------------------------------------- writing */
 /* Formatted by hand into a static buffer (under the lock) and written with
- * write(2): no stdio, no allocation, callable from a signal handler. */
+ * write(2) (os.c): no stdio, no allocation, callable from a signal handler. */
 static char out_buf[1 << 16];
 static size_t out_len;
 static int out_fd = -1;
 static bool out_err;
 
 static void out_flush(void) {
-  size_t off = 0;
-  while (off < out_len && !out_err) {
-    ssize_t w = write(out_fd, out_buf + off, out_len - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) out_err = true;
-    else off += (size_t)w;
-  }
+  if (!out_err && !_hak_os_write_all(out_fd, out_buf, out_len)) out_err = true;
   out_len = 0;
 }
 static void out_mem(const char* s, size_t n) {
@@ -554,16 +548,15 @@ static void out_pair(int64_t n, int64_t b) {
 /* /proc/self/maps, copied as it is: google-pprof finds each address's
  * object (and its load offset) there. */
 static void out_maps(void) {
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  int fd = _hak_os_open_read("/proc/self/maps");
   if (fd < 0) return;
   for (;;) {
     if (out_len == sizeof out_buf) out_flush();
-    ssize_t r = read(fd, out_buf + out_len, sizeof out_buf - out_len);
-    if (r < 0 && errno == EINTR) continue;
+    ssize_t r = _hak_os_read(fd, out_buf + out_len, sizeof out_buf - out_len);
     if (r <= 0) break;
     out_len += (size_t)r;
   }
-  close(fd);
+  _hak_os_close(fd);
 }
 
 /* One profile: the header with the totals and the sampling rate (heap_v2:
@@ -572,7 +565,7 @@ static void out_maps(void) {
  * pc ...`, then the process's mappings.  The leak report lists only the
  * stacks that still hold sampled blocks. */
 static int dump_locked(const char* path, bool leaks) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = _hak_os_open_write(path, O_TRUNC);
   if (fd < 0) return -1;
   out_fd = fd;
   out_len = 0;
@@ -607,7 +600,7 @@ static int dump_locked(const char* path, bool leaks) {
   out_maps();
   out_flush();
   bool err = out_err;
-  if (close(fd) != 0) err = true;
+  if (!_hak_os_close(fd)) err = true;
   out_fd = -1;
   if (err) {
     errno = EIO;
@@ -647,10 +640,10 @@ static void dump_next_locked(void) {
     memcpy(name_buf + n, t + i, sizeof t - i);
     n += sizeof t - i;
     memcpy(name_buf + n, ".heap", 6);
-    int fd = open(name_buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = _hak_os_open_write(name_buf, O_EXCL);
     if (fd < 0 && errno == EEXIST) continue;
     if (fd < 0) return;
-    close(fd);
+    _hak_os_close(fd);
     dump_locked(name_buf, false);
     return;
   }

@@ -31,7 +31,7 @@ typedef struct {
 static __thread quar_t* tls_quar;
 __thread const uint64_t* _hak_secure_last __attribute__((tls_model("initial-exec"))) = &_hak_secure_fill64;
 
-/* What hak_secure_malloc_bad (internal.h) found: the newest block of this
+/* What hak_secure_malloc_bad (secure.h) found: the newest block of this
  * thread's quarantine written since its free.  noipa: malloc must see a
  * function that returns, so that it can tail-call it. */
 __attribute__((noipa)) hak_cold void* _hak_secure_last_failed(void) {
@@ -154,7 +154,7 @@ static size_t lq_head, lq_n, lq_bytes;
 static _Atomic(hak_segment_t*) lq_newest, lq_checked;
 
 /* The held block freed last, as small blocks' newest is checked at every
- * malloc (internal.h): its first 16 bytes must still be fill, checked once,
+ * malloc (secure.h): its first 16 bytes must still be fill, checked once,
  * by the first malloc that takes the slow path after its free (a lock, and
  * only then; the newest is never taken nor let go, so it is mapped). */
 void _hak_secure_large_recent(void) {

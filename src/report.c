@@ -1,12 +1,11 @@
 /* Messages, misuse reports and fatal errors: the bottom of the layers, so
  * every tier can complain without calling up into start-up code.  Nothing
  * here allocates: a message is formatted into a stack buffer and written
- * with write(2). */
+ * with write(2) (os.c). */
 #include "internal.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) {
   va_list ap;
@@ -16,20 +15,11 @@ int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) {
   return r;
 }
 
-static void write_str(const char* s, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(2, s, n);
-    if (w <= 0) return;
-    s += w;
-    n -= (size_t)w;
-  }
-}
-
 /* Format into a stack buffer and write(2) it: no stdio, no allocation. */
 static void vmessage(const char* fmt, va_list ap) {
   char buf[512];
   int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  if (n > 0) write_str(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+  if (n > 0) _hak_os_write_all(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 void _hak_message(const char* fmt, ...) {

@@ -14,7 +14,7 @@
  *   part when the block is handed out (a write after free);
  * - free-list links are encoded (internal.h), blocks are carved in random
  *   order, SuperSlabs carry guard pages, large blocks end at a guard page.
- * The per-operation checks are inline in internal.h (a handful of loads and
+ * The per-operation checks are inline in secure.h (a handful of loads and
  * compares on lines the operation writes anyway); this file holds what runs
  * rarely: carving, remote frees, and the classification of a failed check.
  * Compiled (and called) only when HAK_SECURE is 1. */
@@ -33,7 +33,7 @@ uint64_t _hak_secure_fill64;           /* the fill byte, 8 times (HAKMEM_SECURE_
 size_t _hak_secure_guard_min = SIZE_MAX;   /* HAKMEM_SECURE_GUARD_MEDIUM, 0 = SIZE_MAX */
 static bool shuffle_off;                   /* HAKMEM_SECURE_SHUFFLE=0 (_hak_secure_shuffle) */
 
-/* hak_sec_fill_diff (internal.h) of more than 64 bytes: the bits by which
+/* hak_sec_fill_diff (secure.h) of more than 64 bytes: the bits by which
  * len bytes at p differ from the fill f, ORed together.  A block leaving
  * the quarantine is read whole (a write after free anywhere in what its
  * free filled), which was 28 % of the secure build's instructions on
@@ -228,13 +228,13 @@ void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) {
   check_released(s, b, __atomic_exchange_n(trailer(s, b), (uint64_t)T_REMOTE, __ATOMIC_RELAXED), op);
 }
 
-/* A check of hak_secure_enter failed (internal.h): which one, reported. */
+/* A check of hak_secure_enter failed (secure.h): which one, reported. */
 _Noreturn hak_cold void _hak_secure_free_failed(hak_slab_t* s, void* b, uint64_t t, const char* op) {
   check_live(s, b, t, op);
   _hak_fatal("hakmem: heap corruption at block %p (size %u) in %s()\n", b, s->bsize, op);
 }
 
-/* Where a write after free that hak_sec_fill_diff (internal.h) found lies:
+/* Where a write after free that hak_sec_fill_diff (secure.h) found lies:
  * the offset of the first word of p's len bytes that is not fill. */
 static size_t fill_broken_at(const void* p, size_t len) {
   const uint64_t* w = p;
@@ -316,7 +316,7 @@ void _hak_secure_delete_array(void* p, const char* op) {
   }
   if (seg->kind != HAK_SEG_SMALL || (t = live_trailer(p, &bsize)) == NULL) return;
   uint64_t x = hak_load64(t) - hak_sec_cookie(p) - HAK_SEC_LIVE_BIAS;
-  if (x - bsize <= bsize - HAK_SEC_LIVE_BIAS) {   /* marked (internal.h) */
+  if (x - bsize <= bsize - HAK_SEC_LIVE_BIAS) {   /* marked (secure.h) */
     hak_store64(t, hak_load64(t) - bsize);
     return;
   }
@@ -404,7 +404,7 @@ void _hak_secure_check_write(const void* d, size_t n, const char* op) {
     if (hak_likely(xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL && bsize != 0 &&
                    b + bsize <= start + ((size_t)s->npages << HAK_PAGE_SHIFT))) {
       uint64_t req = hak_load64(b + bsize - 8) - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS;
-      if (req > bsize - HAK_SEC_LIVE_BIAS) req -= bsize;   /* from new[] (internal.h) */
+      if (req > bsize - HAK_SEC_LIVE_BIAS) req -= bsize;   /* from new[] (secure.h) */
       if (hak_likely(req <= bsize - HAK_SEC_LIVE_BIAS && n <= req && (size_t)(p - b) <= req - n)) return;
     }
   } else if (seg->kind == HAK_SEG_LARGE) {
@@ -513,7 +513,7 @@ void _hak_secure_large_fill(hak_segment_t* seg) {
 
 /* The first word of len bytes at p that is not fill, or NULL. */
 static const uint8_t* fill_broken(const uint8_t* p, size_t len) {
-  if (hak_likely(len == 0 || hak_sec_fill_diff(p, len, _hak_secure_fill64) == 0)) return NULL;   /* (the vector check, internal.h) */
+  if (hak_likely(len == 0 || hak_sec_fill_diff(p, len, _hak_secure_fill64) == 0)) return NULL;   /* (the vector check, secure.h) */
   return p + fill_broken_at(p, len);
 }
 /* ... of a dropped block's pages: only those resident again can hold

@@ -9,7 +9,6 @@
 #include "internal.h"
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 _Atomic(uint64_t) _hak_stat_nmalloc_dead[HAK_NCLASSES], _hak_stat_refills_dead;
@@ -111,21 +110,12 @@ static size_t stats_format(char* buf, size_t cap) {
   return sb.len;
 }
 
-static void write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w <= 0) return;
-    p += w;
-    n -= (size_t)w;
-  }
-}
-
 hak_api void hakmem_stats_print(FILE* out) {
   char buf[8192];
   size_t n = stats_format(buf, sizeof buf);
   if (out == NULL || out == stderr) {
     if (out) fflush(out);
-    write_all(2, buf, n);
+    _hak_os_write_all(2, buf, n);
   } else {
     fwrite(buf, 1, n, out);
     fflush(out);
@@ -139,33 +129,26 @@ hak_api void hak_malloc_stats(void) { hakmem_stats_print(stderr); }
  * so an exec'd program does not inherit it.  What it refers to is recorded:
  * a program may close it or dup2 another file onto its number. */
 static int report_fd = -1;
-static dev_t report_dev;
-static ino_t report_ino;
+static hak_file_id_t report_id;
 
 void _hak_stats_init(void) {
   if (!hak_opt(STATS) || _hak_option_text(HAK_OPT_STATS_FILE) != NULL || report_fd >= 0) return;
   static const int floor[] = {900, 200, 10};
   int fd = -1;
-  for (size_t i = 0; i < sizeof floor / sizeof floor[0] && fd < 0; i++) fd = fcntl(2, F_DUPFD_CLOEXEC, floor[i]);
-  struct stat st;
+  for (size_t i = 0; i < sizeof floor / sizeof floor[0] && fd < 0; i++) fd = _hak_os_dup_cloexec(2, floor[i]);
   if (fd < 0) return;
-  if (fstat(fd, &st) != 0) {
-    close(fd);
+  if (!_hak_os_file_id(fd, false, &report_id)) {
+    _hak_os_close(fd);
     return;
   }
-  report_dev = st.st_dev;
-  report_ino = st.st_ino;
   report_fd = fd;
 }
 
 /* Still our duplicate: open, the same file, and still close-on-exec (dup2
  * onto the number clears the flag). */
 static bool report_fd_ours(void) {
-  struct stat st;
-  if (report_fd < 0) return false;
-  int fl = fcntl(report_fd, F_GETFD);
-  return fl >= 0 && (fl & FD_CLOEXEC) && fstat(report_fd, &st) == 0 && st.st_dev == report_dev &&
-         st.st_ino == report_ino;
+  hak_file_id_t id;
+  return _hak_os_file_id(report_fd, true, &id) && hak_file_id_eq(id, report_id);
 }
 
 /* HAKMEM_STATS_FILE with "%p" replaced by the pid ("%%" is a '%'); false
@@ -199,15 +182,15 @@ void _hak_stats_at_exit(void) {
   const char* pat = _hak_option_text(HAK_OPT_STATS_FILE);
   if (pat != NULL) {
     char path[4096];
-    int fd = report_path(pat, path, sizeof path) ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
+    int fd = report_path(pat, path, sizeof path) ? _hak_os_open_write(path, O_APPEND) : -1;
     if (fd >= 0) {
-      write_all(fd, buf, n);
-      close(fd);
+      _hak_os_write_all(fd, buf, n);
+      _hak_os_close(fd);
       return;
     }
     _hak_message("hakmem: warning: cannot open HAKMEM_STATS_FILE=%.200s (errno %d); report on stderr\n", pat, errno);
   }
-  write_all(report_fd_ours() ? report_fd : 2, buf, n);
+  _hak_os_write_all(report_fd_ours() ? report_fd : 2, buf, n);
 }
 
 /* ---------------------------------------------------------------- figures on request

@@ -8,9 +8,7 @@
  * instead of faulting.  Neither calls malloc on hakmem's behalf. */
 #include "internal.h"
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <ucontext.h>
-#include <unistd.h>
 
 /* libunwind's local unwinding, by its exported x86-64 names: a context of
  * the registers (unw_context_t is a ucontext_t), a cursor (127 words), a
@@ -91,13 +89,13 @@ static uintptr_t parse_hex(const char** s) {
 }
 
 static bool stack_mapping(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  int fd = _hak_os_open_read("/proc/self/maps");
   if (fd < 0) return false;
   char buf[4096];
   size_t have = 0;
   bool found = false;
   for (;;) {
-    ssize_t r = read(fd, buf + have, sizeof buf - 1 - have);
+    ssize_t r = _hak_os_read(fd, buf + have, sizeof buf - 1 - have);
     if (r <= 0) break;
     have += (size_t)r;
     buf[have] = 0;
@@ -123,7 +121,7 @@ static bool stack_mapping(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {
     memmove(buf, line, have);
     if (have == sizeof buf - 1) have = 0;   /* (a line longer than the buffer: drop it) */
   }
-  close(fd);
+  _hak_os_close(fd);
   return found;
 }
 

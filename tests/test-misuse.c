@@ -5,17 +5,13 @@
  *
  * usage: test-misuse MODE   (modes: see the table below) */
 #include "hak_test.h"
+#include "misuse_util.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 
 static char static_block[128] __attribute__((aligned(64)));
-
-static void announce(const void* p) {
-  printf("addr=%p\n", p);
-  fflush(stdout);
-}
 
 static void warm_up(void) {
   /* make sure the allocator is initialised and has blocks of several sizes */

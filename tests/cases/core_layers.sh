@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # docs/DESIGN.md's layering, checked on the code: (1) only src/os.c calls the
 # OS's memory calls (mmap, munmap, madvise, mprotect, mremap, mincore), so
-# every call is counted in one place under one contract, and the clocks and
-# the page size (clock_gettime, sysconf); (2) no file of
+# every call is counted in one place under one contract, the clocks and
+# the page size (clock_gettime, sysconf), and the file calls (open, read,
+# write, close, ...: no allocation, async-signal-safe); (2) no file of
 # src/ calls a function of a higher layer ("Layers": the table of files and
 # the named calls up), and every named call up is still one.  The checks
 # read code, not comments.  (2) fails on a tree where a lower file calls up
@@ -10,14 +11,14 @@
 # alloc.c before the one realloc by copy).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-calls=$(grep -nE '\b(mmap|munmap|madvise|mprotect|mremap|mincore|clock_gettime|sysconf)[[:space:]]*\(' src/*.c src/*.h |
+calls=$(grep -nE '\b(mmap|munmap|madvise|mprotect|mremap|mincore|clock_gettime|sysconf|open|read|write|pwrite|close|lseek|fstat|fcntl|ftruncate|fallocate)[[:space:]]*\(' src/*.c src/*.h |
   grep -vE '^src/os\.c:' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*(\*|/\*|//)' || true)
 if [[ -n $calls ]]; then
-  echo "FAIL: OS memory calls, clocks or sysconf outside src/os.c:"
+  echo "FAIL: OS memory calls, clocks, sysconf or file calls outside src/os.c:"
   echo "$calls"
   exit 1
 fi
-echo "ok   OS memory calls, clocks and sysconf only in src/os.c ($(ls src/*.c src/*.h | wc -l) files read)"
+echo "ok   OS memory calls, clocks, sysconf and file calls only in src/os.c ($(ls src/*.c src/*.h | wc -l) files read)"
 
 python3 - <<'PY'
 import re, glob, os, sys

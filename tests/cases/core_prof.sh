@@ -14,7 +14,7 @@ set -euo pipefail
 . tests/cases/core_lib.sh
 command -v google-pprof >/dev/null || skip "google-pprof not installed (package google-perftools)"
 P=$T/test-prof-release
-need "$P" "$T/prof-cxx-so" "$SO" "$B/hakmem" "$T/test-model-debug" "$T/test-threads-debug"
+need "$P" "$T/test-prof-cxx-so" "$SO" "$B/hakmem" "$T/test-model-debug" "$T/test-threads-debug"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # text PROGRAM PROFILE [OPTION...]: google-pprof --text, the listing only
@@ -102,8 +102,8 @@ grep -qE 'main.*;alloc_sixty[^ ]* [0-9]+$' "$tmp/g.txt" && echo "ok   --collapse
   bad "google-pprof --collapsed has no stack main;...;alloc_sixty"
 
 echo "== a threaded C++ program: its functions on top"
-HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/cxx "$T/prof-cxx-so"
-l=$(text "$T/prof-cxx-so" "$(one "$tmp/cxx.*.0.heap")" --cum)
+HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/cxx "$T/test-prof-cxx-so"
+l=$(text "$T/test-prof-cxx-so" "$(one "$tmp/cxx.*.0.heap")" --cum)
 # (the frames above them are the threads' and std::thread's, at 100 %)
 grep -E 'build_|Total' <<<"$l"
 sum=$(awk '$6 ~ /^build_(nodes|index)/ { sub("%", "", $5); s += $5 } END { print s + 0 }' <<<"$l")

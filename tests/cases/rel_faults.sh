@@ -2,7 +2,7 @@
 # Fault injection (issue #6).
 # (a) HAKMEM_FAIL_MMAP_AFTER=N HAKMEM_FAIL_MMAP_COUNT=K (test-only switches:
 #     after N mmap calls the next K fail with ENOMEM, K=0: all of them).
-#     tests/rel/faults.c runs every allocating entry point (malloc small /
+#     tests/test-faults.c runs every allocating entry point (malloc small /
 #     medium / large, calloc, realloc small->large and of live blocks,
 #     posix_memalign incl. a 4 MiB alignment, aligned_alloc, memalign, valloc,
 #     pvalloc) in rounds: each call succeeds or fails cleanly (NULL + ENOMEM,
@@ -11,28 +11,24 @@
 #     call of a clean run (heap pool, SuperSlabs, aligned over-mapping, large
 #     blocks, the recovery phase), for K = 0, 1 and 3.  N=0 is "off" for
 #     hakmem, so the sweep starts at 1.
-#     tests/rel/faults_cxx.cc: operator new / new[] / aligned new throw
+#     tests/test-faults-cxx.cc: operator new / new[] / aligned new throw
 #     std::bad_alloc and the nothrow forms return nullptr, for N = 2..16, K=0.
 #     (N=1 leaves hakmem no memory at all before main: libstdc++'s emergency
 #     exception pool is then empty too and a throw can only std::terminate.)
 # (b) RLIMIT_AS 256 MiB above the current size, in a child: allocate until
 #     ENOMEM, free everything, allocate again, raise the limit, allocate more.
 set -euo pipefail
-. tests/cases/rel_lib.sh
-need build/libhakmem.a
-build $RT/faults cc tests/rel/faults.c -std=gnu11 -O1 -g -Wall -Wextra -fno-builtin -Iinclude \
-  "${WHOLE_RELEASE[@]}" -pthread
+. tests/cases/core_lib.sh
+make -s all $T/test-faults-release >/dev/null
 have_cxx=0
 if command -v g++ >/dev/null; then
-  build $RT/faults_cxx g++ tests/rel/faults_cxx.cc -std=gnu++17 -O1 -g -Wall -Wextra "${WHOLE_RELEASE[@]}" -pthread
+  make -s $T/test-faults-cxx-release >/dev/null
   have_cxx=1
 fi
 
-fails=0
-bad() { echo "FAIL  $*"; fails=$((fails + 1)); }
 
 # A clean run: how many mmap calls the program makes.
-clean=$($RT/faults inject) || die "faults inject without injection failed: $clean"
+clean=$($T/test-faults-release inject) || die "faults inject without injection failed: $clean"
 echo "clean run: $clean"
 main_calls=$(sed -n 's/.*main_calls=\([0-9]*\).*/\1/p' <<<"$clean")
 all_calls=$(sed -n 's/.* mmap_calls=\([0-9]*\).*/\1/p' <<<"$clean")
@@ -45,7 +41,7 @@ for k in 0 1 3; do
   summary=""
   for ((n = 1; n <= last; n++)); do
     rc=0
-    out=$(HAKMEM_FAIL_MMAP_AFTER=$n HAKMEM_FAIL_MMAP_COUNT=$k timeout -k 5 30 $RT/faults inject 2>&1) || rc=$?
+    out=$(HAKMEM_FAIL_MMAP_AFTER=$n HAKMEM_FAIL_MMAP_COUNT=$k timeout -k 5 30 $T/test-faults-release inject 2>&1) || rc=$?
     runs=$((runs + 1))
     f=$(sed -n 's/.*failures=\([0-9]*\).*/\1/p' <<<"$out")
     # this run's own count of mmap calls during the main phase (it varies
@@ -72,7 +68,7 @@ echo "inject: $runs runs (N = 1..$last, K = 0 1 3)"
 if ((have_cxx)); then
   for ((n = 2; n <= 16; n++)); do
     rc=0
-    out=$(HAKMEM_FAIL_MMAP_AFTER=$n HAKMEM_FAIL_MMAP_COUNT=0 timeout -k 5 30 $RT/faults_cxx 2>&1) || rc=$?
+    out=$(HAKMEM_FAIL_MMAP_AFTER=$n HAKMEM_FAIL_MMAP_COUNT=0 timeout -k 5 30 $T/test-faults-cxx-release 2>&1) || rc=$?
     if ((rc != 0)) || [[ $(tail -n 1 <<<"$out") != ok ]]; then
       bad "C++ N=$n: exit status $rc: $(tr '\n' ' ' <<<"$out")"
     else
@@ -84,9 +80,9 @@ else
 fi
 
 rc=0
-out=$(timeout -k 5 60 $RT/faults rlimit 2>&1) || rc=$?
+out=$(timeout -k 5 60 $T/test-faults-release rlimit 2>&1) || rc=$?
 echo "$out" | sed 's/^/rlimit: /'
 ((rc == 0)) || bad "rlimit: exit status $rc"
 
-((fails == 0)) || die "$fails fault-injection checks failed"
+checks_done fault-injection
 echo "all fault-injection checks passed"

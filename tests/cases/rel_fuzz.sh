@@ -6,15 +6,15 @@
 # corpus tests/fuzz/corpus/ (the repository is not modified).  Fails on any
 # crash, model mismatch, sanitizer report, timeout or out-of-memory.
 #
-# The library is compiled again for this: src/unity.c with clang, the
-# `make asan` flags (read from the Makefile) with the debug build's
-# assertions (HAK_DEBUG=2) and -fsanitize=fuzzer-no-link,
-# so libFuzzer sees hakmem's branches (build/asan/libhakmem.a is built by
-# gcc, without coverage: it links and runs, but the fuzzer is then blind to
-# the library and only sees its own 4 branches).  FUZZ_LIB=asan fuzzes with
-# build/asan/libhakmem.a anyway.  Afterwards the grown corpus is replayed
-# through a standalone build of the driver (cc, no libFuzzer) linked with
-# build/asan/libhakmem.a, so `make asan`'s library sees every input too.
+# The library is compiled again for this (tests/tests.mk): src/unity.c with
+# clang, the `make asan` flags with the debug build's assertions
+# (HAK_DEBUG=2) and -fsanitize=fuzzer-no-link, so libFuzzer sees hakmem's
+# branches (build/asan/libhakmem.a is built by gcc, without coverage: it
+# links and runs, but the fuzzer is then blind to the library and only sees
+# its own 4 branches).  FUZZ_LIB=asan fuzzes with build/asan/libhakmem.a
+# anyway.  Afterwards the grown corpus is replayed through a standalone
+# build of the driver (cc, no libFuzzer) linked with build/asan/libhakmem.a,
+# so `make asan`'s library sees every input too.
 #
 # Environment: FUZZ_SECONDS  time to fuzz (default 60)
 #              FUZZ_SEED     libFuzzer seed (default: random, printed)
@@ -23,9 +23,8 @@
 #                            (FUZZ_AVOID_KNOWN, see fuzz_api.c)
 # Reproduce a crash: build/tests/fuzz/fuzz_api FILE (FUZZ_TRACE=1 prints the calls).
 set -euo pipefail
-. tests/cases/rel_lib.sh
+. tests/cases/core_lib.sh
 command -v clang >/dev/null || skip "clang not installed"
-need build/asan/libhakmem.a
 FZ=build/tests/fuzz
 mkdir -p $FZ
 secs=${FUZZ_SECONDS:-60}
@@ -34,27 +33,9 @@ secs=${FUZZ_SECONDS:-60}
 echo 'int LLVMFuzzerTestOneInput(const char* d, unsigned long n) { return 0; }' >$FZ/probe.c
 clang -fsanitize=fuzzer $FZ/probe.c -o $FZ/probe 2>/dev/null || skip "clang cannot link libFuzzer (install libclang-rt-14-dev)"
 
-if [[ ${FUZZ_LIB:-clang} == asan ]]; then
-  lib=build/asan/libhakmem.a
-else
-  asan_cflags=$(make -s --no-print-directory --eval='rel-print-asan-cflags: ; @echo $(ASAN_CFLAGS)' rel-print-asan-cflags)
-  [[ $asan_cflags == *-fsanitize=address* ]] || die "cannot read ASAN_CFLAGS from the Makefile: '$asan_cflags'"
-  # every assertion, the expensive walks too (the debug build's level): the
-  # fuzzer's sequences reach states the other tests do not
-  asan_cflags=${asan_cflags/-DHAK_DEBUG=1/-DHAK_DEBUG=2}
-  lib=$FZ/hakmem-fuzz.o
-  stale=0
-  [[ -e $lib ]] || stale=1
-  for f in src/*.c src/*.h include/hakmem.h Makefile; do [[ $f -nt $lib ]] && stale=1; done
-  if ((stale)); then
-    echo "\$ clang $asan_cflags -fsanitize=fuzzer-no-link -c src/unity.c -o $lib" >&2
-    # shellcheck disable=SC2086
-    clang $asan_cflags -Wno-unknown-warning-option -fsanitize=fuzzer-no-link -c src/unity.c -o $lib ||
-      die "cannot compile the library with clang"
-  fi
-fi
-build $FZ/fuzz_api clang tests/fuzz/fuzz_api.c -std=gnu11 -g -O1 -Wall -Wextra -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude "$lib" -pthread
+# (the library with every assertion, the expensive walks too, the debug
+# build's level: the fuzzer's sequences reach states the other tests do not)
+make -s FUZZ_LIB="${FUZZ_LIB:-clang}" $FZ/fuzz_api || die "cannot build $FZ/fuzz_api"
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/corpus"
@@ -93,8 +74,7 @@ if ((rc != 0)) || [[ -n $bad ]]; then
 fi
 # The grown corpus once more, through the standalone driver (no libFuzzer)
 # built by cc against `make asan`'s own build/asan/libhakmem.a.
-build $FZ/fuzz_api_replay cc tests/fuzz/fuzz_api.c -DFUZZ_STANDALONE -std=gnu11 -g -O1 -fno-omit-frame-pointer \
-  -fsanitize=address,undefined -fno-sanitize-recover=undefined -Iinclude build/asan/libhakmem.a -pthread
+make -s $FZ/fuzz_api_replay || die "cannot build $FZ/fuzz_api_replay"
 nin=$(ls "$tmp/corpus" | wc -l)
 $FZ/fuzz_api_replay "$tmp"/corpus/* >"$tmp/replay" 2>&1 || {
   tail -n 30 "$tmp/replay"

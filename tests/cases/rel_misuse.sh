@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Misuse suite (issue #6): each scenario of tests/rel/misuse.c (and the C++
-# ones of tests/rel/misuse_cxx.cc) runs as a child process of a program
+# Misuse suite (issue #6): each scenario of tests/test-misuse-suite.c (and
+# the C++ ones of tests/test-misuse-suite-cxx.cc) runs as a child process of a program
 # linked with the release library (build/libhakmem.a: hakmem is malloc), and
 # its outcome is checked against the table below, which is also the source
 # of docs/SECURITY.md.
@@ -20,14 +20,11 @@
 #           XFAIL) unless REL_STRICT=1; when it starts to pass it prints XPASS
 #           and the row should become an abort row.
 set -euo pipefail
-. tests/cases/rel_lib.sh
-need build/libhakmem.a
-build $RT/misuse cc tests/rel/misuse.c -std=gnu11 -O1 -g -Wall -Wextra -Wno-alloc-size-larger-than \
-  -fno-builtin -Iinclude "${WHOLE_RELEASE[@]}" -pthread
+. tests/cases/core_lib.sh
+make -s all $T/test-misuse-suite-release >/dev/null
 have_cxx=1
 if command -v g++ >/dev/null; then
-  build $RT/misuse_cxx g++ tests/rel/misuse_cxx.cc -std=gnu++17 -O1 -g -Wall -Wextra -Wno-use-after-free \
-    "${WHOLE_RELEASE[@]}" -pthread
+  make -s $T/test-misuse-suite-cxx-release >/dev/null
 else
   have_cxx=0
   echo "note: g++ missing: the C++ rows are skipped"
@@ -85,9 +82,9 @@ TABLE
 )
 
 # The program must know every scenario of the table, and vice versa.
-listed=$($RT/misuse list | sort)
+listed=$($T/test-misuse-suite-release list | sort)
 tabled=$(awk -F'|' '{ gsub(/ /, "", $1); if ($1 !~ /^cxx:/) print $1 }' <<<"$rows" | sort)
-[[ $listed == "$tabled" ]] || die "the table and 'misuse list' differ: $(diff <(echo "$listed") <(echo "$tabled") | tr '\n' ' ')"
+[[ $listed == "$tabled" ]] || die "the table and 'test-misuse-suite list' differ: $(diff <(echo "$listed") <(echo "$tabled") | tr '\n' ' ')"
 
 describe() {   # the outcome in words
   local rc=$1
@@ -102,10 +99,10 @@ while IFS='|' read -r name kind expect; do
   expect=$(sed -e 's/^ *//' -e 's/ *$//' <<<"$expect")
   [[ -n $name ]] || continue
   n=$((n + 1))
-  prog=$RT/misuse scen=$name
+  prog=$T/test-misuse-suite-release scen=$name
   if [[ $name == cxx:* ]]; then
     ((have_cxx)) || { echo "skip $name (no g++)"; continue; }
-    prog=$RT/misuse_cxx scen=${name#cxx:}
+    prog=$T/test-misuse-suite-cxx-release scen=${name#cxx:}
   fi
   rc=0
   # (the inner shell absorbs bash's "Aborted" job message)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Heap-misuse probes (issue #11; scripts/probes.sh, tests/rel/probes.c and
-# probes_cxx.cc): every probe runs as a child process under the default and
+# Heap-misuse probes (issue #11; scripts/probes.sh, tests/test-probes.c and
+# test-probes-cxx.cc): every probe runs as a child process under the default and
 # the secure library.  A probe marked C below must be caught by that build
 # (stopped by a signal, or the property held); "-" may be missed.  The default
 # column is what the default build caught when the probes were written (no

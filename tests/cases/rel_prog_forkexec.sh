@@ -5,7 +5,7 @@
 # process that loads hakmem), plus a pipeline every 100 iterations.  The
 # count must come out exact, and equal to the run without hakmem.
 set -euo pipefail
-. tests/cases/rel_lib.sh
+. tests/cases/core_lib.sh
 command -v bash >/dev/null || skip "bash not installed"
 [[ -x /bin/true ]] || skip "/bin/true missing"
 need "$SO"

@@ -7,7 +7,7 @@
 # down cleanly (and killed on any exit); HAKMEM_STATS=1 proves hakmem served it.
 # serial: binds a TCP port on 127.0.0.1 (tests/run.sh -j runs it alone)
 set -euo pipefail
-. tests/cases/rel_lib.sh
+. tests/cases/core_lib.sh
 for p in redis-server redis-cli redis-benchmark; do
   command -v $p >/dev/null || skip "$p not installed (apt-get install redis-server redis-tools)"
 done

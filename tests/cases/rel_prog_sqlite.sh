@@ -4,7 +4,7 @@
 # aggregate, join, sort and integrity queries; the output must be the same
 # byte for byte as without hakmem.  HAKMEM_STATS=1 proves hakmem served it.
 set -euo pipefail
-. tests/cases/rel_lib.sh
+. tests/cases/core_lib.sh
 command -v sqlite3 >/dev/null || skip "sqlite3 not installed (apt-get install sqlite3)"
 need "$SO"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -4,15 +4,13 @@
 # the default build's detections still hold; correct programs still run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-make -s all >/dev/null
-mkdir -p build/tests
-cc -O1 -fno-builtin -std=gnu11 tests/rel/secure.c -pthread -o build/tests/secure
+make -s all build/tests/test-secure-glibc >/dev/null
 LIB=$PWD/build/libhakmem-secure.so
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fails=0
 row() {   # name[:arg:arg]  want-rc  stderr-ERE
   local name=$1 want=$2 ere=$3 rc=0
-  bash -c 'LD_PRELOAD="$1" timeout 60 "$2" "${@:3}" >"$0/out" 2>"$0/err"' "$tmp" "$LIB" build/tests/secure ${name//:/ } 2>/dev/null || rc=$?
+  bash -c 'LD_PRELOAD="$1" timeout 60 "$2" "${@:3}" >"$0/out" 2>"$0/err"' "$tmp" "$LIB" build/tests/test-secure-glibc ${name//:/ } 2>/dev/null || rc=$?
   local line; line=$(head -n 1 "$tmp/err")
   if [[ $rc != "$want" ]] || ! grep -Eq -- "$ere" <<<"$line"; then
     echo "FAIL $name: status $rc (want $want), stderr: $line"; fails=$((fails + 1))

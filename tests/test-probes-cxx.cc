@@ -1,16 +1,16 @@
-// C++ heap-misuse probes (issue #11), the C++ half of tests/rel/probes.c,
+// C++ heap-misuse probes (issue #11), the C++ half of tests/test-probes.c,
 // same protocol: "addr=0x..." before the misuse, then "missed" and exit 0
 // when the program went on unnoticed; a signal (abort after a report) is
 // "caught".  Built with -fsized-deallocation, so a delete passes the static
 // type's size to operator delete, as C++14 and later compilers do.
-//   probes_cxx list | probes_cxx NAME SIZE      (SIZE: 8, 4096 or 262144)
+//   test-probes-cxx list | test-probes-cxx NAME SIZE     (SIZE: 8, 4096 or 262144)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <new>
 
-#include "rel_util.h"
+#include "misuse_util.h"
 
 template <std::size_t N> struct Obj {
   char bytes[N];
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc != 3) {
-    std::fprintf(stderr, "usage: probes_cxx list | probes_cxx NAME SIZE\n");
+    std::fprintf(stderr, "usage: test-probes-cxx list | test-probes-cxx NAME SIZE\n");
     return 2;
   }
   std::size_t n = std::strtoull(argv[2], nullptr, 10);

@@ -5,7 +5,7 @@
  * 512-slot table, a pattern in every block checked before free and after
  * realloc, calloc checked zero, and malloc_trim now and then.  Asserts that
  * the blocks are hakmem's (hak_owns): valgrind must not have replaced malloc.
- *   vg [OPS]    (default 60000) */
+ *   test-valgrind [OPS]    (default 60000) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -1,11 +1,11 @@
 // C++ misuse for tests/cases/rel_misuse.sh: operator delete of a pointer
 // hakmem never gave out, and a double delete.  Linked with build/libhakmem.a
 // (whole archive), whose operator new/delete replace libstdc++'s.
-//   misuse_cxx SCENARIO   (delete_stack | delete_array_stack | delete_twice)
+//   test-misuse-suite-cxx SCENARIO   (delete_stack | delete_array_stack | delete_twice)
 #include <cstdio>
 #include <cstring>
 
-#include "rel_util.h"
+#include "misuse_util.h"
 
 int main(int argc, char** argv) {
   const char* name = argc > 1 ? argv[1] : "";
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     announce(p);
     delete[] static_cast<long*>(opaque(p));
   } else {
-    std::fprintf(stderr, "usage: misuse_cxx delete_stack|delete_array_stack|delete_twice\n");
+    std::fprintf(stderr, "usage: test-misuse-suite-cxx delete_stack|delete_array_stack|delete_twice\n");
     return 2;
   }
   std::puts("done");

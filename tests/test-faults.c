@@ -1,7 +1,7 @@
 /* Fault injection (tests/cases/rel_faults.sh).  Linked with build/libhakmem.a
  * (standard names: hakmem is malloc).
  *
- *   faults inject     run every allocating entry point in rounds while the
+ *   test-faults inject  run every allocating entry point in rounds while the
  *                     environment's HAKMEM_FAIL_MMAP_AFTER/_COUNT make hakmem's
  *                     mmap calls fail: a call either succeeds (aligned, its
  *                     block writable) or returns NULL with errno ENOMEM
@@ -12,7 +12,7 @@
  *                     Prints "main_calls=M mmap_calls=N failures=F
  *                     successes=S recovered=0|1" (M: mmap calls made by the
  *                     rounds, before the recovery phase).
- *   faults rlimit     in a child: RLIMIT_AS 256 MiB above the current size;
+ *   test-faults rlimit  in a child: RLIMIT_AS 256 MiB above the current size;
  *                     allocate large, medium and small blocks until each fails
  *                     with ENOMEM, check them, free everything, allocate again,
  *                     raise the limit, allocate 512 MiB more.
@@ -371,6 +371,6 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "inject") == 0) return inject();
   if (strcmp(mode, "rlimit") == 0) return rlimit_test();
-  say("usage: faults inject|rlimit\n");
+  say("usage: test-faults inject|rlimit\n");
   return 2;
 }

@@ -1,6 +1,6 @@
 /* Secure-mode scenarios (run under build/libhakmem-secure.so): each makes one
  * mistake that the default build does not detect and the secure build does.
- *   secure NAME  -> prints addr=0x... then makes the mistake */
+ *   test-secure NAME  -> prints addr=0x... then makes the mistake */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,6 @@
-/* Helpers shared by the misuse and probe programs of tests/rel (C and C++). */
+/* Helpers shared by the programs that misuse the heap on purpose (C and C++):
+ * test-misuse, test-misuse-suite, test-probes, test-exploits,
+ * test-sized-delete. */
 #ifndef REL_UTIL_H
 #define REL_UTIL_H
 #include <stdio.h>

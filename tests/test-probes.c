@@ -1,10 +1,10 @@
 /* Heap-misuse probes (issue #11): one misuse per run, against whatever
  * malloc the program gets (LD_PRELOAD), to measure which allocator stops
- * what.  tests/rel/probes.sh runs every probe as a child process and
+ * what.  scripts/probes.sh runs every probe as a child process and
  * classifies the outcome; tests/cases/rel_probes.sh checks hakmem's builds.
  *
- *   probes list              the probes, one "NAME SIZE" a line
- *   probes NAME SIZE         run one (SIZE: 8, 4096 or 262144; 0 for zero_*)
+ *   test-probes list         the probes, one "NAME SIZE" a line
+ *   test-probes NAME SIZE    run one (SIZE: 8, 4096 or 262144; 0 for zero_*)
  *
  * A probe prints "addr=0x..." (the block the misuse is about) before the
  * misuse, then one of:
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rel_util.h"
+#include "misuse_util.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc != 3) {
-    fprintf(stderr, "usage: probes list | probes NAME SIZE\n");
+    fprintf(stderr, "usage: test-probes list | test-probes NAME SIZE\n");
     return 2;
   }
   return run(argv[1], strtoull(argv[2], NULL, 10));

@@ -9,13 +9,12 @@
 #include <cstring>
 #include <new>
 #include <string>
+
+#include "misuse_util.h"
+
 struct Base { long a[2]; virtual ~Base() {} };
 struct Derived : Base { long b[60]; };
 struct alignas(64) Wide { char c[64]; };
-static void* opaque(void* p) {
-  __asm__ volatile("" : "+r"(p));
-  return p;
-}
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (!std::strcmp(mode, "mismatch")) { Base* p = new Derived; ::operator delete(p, sizeof(Base)); }   // mismatched sized delete

@@ -1,6 +1,6 @@
 /* Misuse scenarios for hakmem's default build (tests/cases/rel_misuse.sh).
  *
- *   misuse SCENARIO      run one scenario (names: `misuse list`)
+ *   test-misuse-suite SCENARIO   run one scenario (names: `test-misuse-suite list`)
  *
  * Linked with build/libhakmem.a (standard names: hakmem is malloc).
  * Before the mistake, a scenario prints the address involved as "addr=0x..."
@@ -25,7 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rel_util.h"
+#include "misuse_util.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -535,6 +535,6 @@ int main(int argc, char** argv) {
       note("done\n");
       return 0;
     }
-  fprintf(stderr, "usage: misuse SCENARIO (misuse list: the scenarios)\n");
+  fprintf(stderr, "usage: test-misuse-suite SCENARIO (test-misuse-suite list: the scenarios)\n");
   return 2;
 }
