@@ -12,5 +12,8 @@ run "fork under TSan, 30 forks" $T/test-threads-tsan fork 30 2
 run "successor under TSan" $T/test-threads-tsan successor
 run "share under TSan" $T/test-threads-tsan share
 run "join under TSan" $T/test-threads-tsan join
-run "scavenge under TSan, 4 threads" $T/test-threads-tsan scavenge 4
+# (its fork children may start while a worker that has finished is not
+# joined yet: TSan reports that thread as leaked in the child, which is not
+# a race; the parent's own leaks are still checked by the other runs)
+run "scavenge under TSan, 4 threads" env TSAN_OPTIONS="$TSAN_OPTIONS report_thread_leaks=0" $T/test-threads-tsan scavenge 4
 run "moves under TSan, 4 threads" env HT_MOVES_ITERS=100 $T/test-threads-tsan moves 4
