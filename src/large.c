@@ -294,8 +294,14 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     _hak_double_free(op, p, 0);
     return;
   }
-  if (hak_unlikely(seg->prof)) {   /* a heap-profile sample is no longer live */
+  /* A heap-profile sample is no longer live.  A small block the profiler
+   * served here has no reuse beyond the next sample: its pages go back at
+   * once (below) rather than wait in the BigCache, where a small program's
+   * freed samples held more than its slabs (espresso: 180 KiB). */
+  bool small_sample = false;
+  if (hak_unlikely(seg->prof)) {
     seg->prof = 0;
+    small_sample = hak_large_usable(seg) <= HAK_MEDIUM_MAX;
     _hak_prof_free(p);
   }
   _hak_secure_large_check(seg, op);
@@ -321,7 +327,7 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     return;
   }
   if (seg->site == HAK_SITE_NONE) {
-    if (!_hak_bigcache_put(seg)) _hak_release_large(seg);
+    if (small_sample || !_hak_bigcache_put(seg)) _hak_release_large(seg);
     _hak_background_wake();   /* the cache's blocks age while the program idles */
   } else {
     uint64_t t0;

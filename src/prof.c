@@ -509,7 +509,7 @@ void _hak_prof_moved(void* p, void* q, size_t size) {
 /* ---------------------------------------------------------------- writing */
 /* Formatted by hand into a static buffer (under the lock) and written with
  * write(2) (os.c): no stdio, no allocation, callable from a signal handler. */
-static char out_buf[1 << 16];
+static char out_buf[1 << 14];   /* (written out when full: a larger one only costs resident pages at exit) */
 static size_t out_len;
 static int out_fd = -1;
 static bool out_err;

@@ -8,6 +8,8 @@
  * instead of faulting.  Neither calls malloc on hakmem's behalf. */
 #include "internal.h"
 #include <dlfcn.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <ucontext.h>
 
 /* libunwind's local unwinding, by its exported x86-64 names: a context of
@@ -33,6 +35,47 @@ static bool unw_ok;
 static _Atomic(int) unw_inside;
 static bool unw_off;   /* this process (a fork child) does not use libunwind */
 
+/* A fault inside libunwind ends the walk, not the program.  libunwind reads
+ * where each frame's unwind rule points without checking that the address
+ * is mapped: a frame whose saved frame pointer was overwritten sends it to
+ * garbage (test-prof corrupt), and no check from outside can tell which
+ * register a frame's rule reads (code built without frame pointers keeps any
+ * value in rbp).  So while a thread is inside libunwind a SIGSEGV or SIGBUS
+ * handler jumps back to the walk, which keeps the frames it has and walks
+ * frame pointers in that thread from then on (libunwind's per-thread cache
+ * may be half-updated).  Any other fault goes to the handler that was there
+ * before, or to the default action (restored, so the faulting instruction
+ * faults again and the kernel applies it: the core dump is the program's).
+ * A program that installs its own handler later replaces this one: then a
+ * broken frame faults, as it does under gperftools. */
+static __thread sigjmp_buf* unw_jmp __attribute__((tls_model("initial-exec")));
+static __thread bool unw_faulted __attribute__((tls_model("initial-exec")));
+static struct sigaction unw_old[2];   /* SIGSEGV's, SIGBUS's */
+static void unw_fault(int sig, siginfo_t* si, void* uc) {
+  sigjmp_buf* j = unw_jmp;
+  if (j != NULL) {
+    unw_jmp = NULL;
+    siglongjmp(*j, 1);
+  }
+  struct sigaction* old = &unw_old[sig == SIGBUS];
+  if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction != NULL) {
+    old->sa_sigaction(sig, si, uc);
+  } else if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+    old->sa_handler(sig);
+  } else {
+    sigaction(sig, old, NULL);
+  }
+}
+static void unw_guard_install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = unw_fault;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;   /* (NODEFER: the jump back leaves nothing blocked) */
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &unw_old[0]);
+  sigaction(SIGBUS, &sa, &unw_old[1]);
+}
+
 void _hak_unwind_init(void) {
   if (unw_ok || hak_opt(PROF_UNWIND) == 2) return;
   void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
@@ -53,24 +96,11 @@ void _hak_unwind_init(void) {
   unw_step_p = (unw_step_fn)dlsym(lib, "_ULx86_64_step");
   unw_get_reg_p = (unw_get_reg_fn)dlsym(lib, "_ULx86_64_get_reg");
   unw_ok = unw_getcontext_p && unw_init_local_p && unw_step_p && unw_get_reg_p;
+  if (unw_ok) unw_guard_install();
 }
 
 const char* _hak_unwind_method(void) { return unw_ok && !unw_off ? "libunwind" : "frame pointers"; }
 
-/* libunwind's walk from here: the IP of each frame, innermost first. */
-static hak_noinline int unw_walk(uintptr_t* pcs, int max) {
-  ucontext_t uc;
-  uint64_t cursor[UNW_CURSOR_WORDS];
-  if (unw_getcontext_p(&uc) != 0 || unw_init_local_p(cursor, &uc) != 0) return 0;
-  int n = 0;
-  while (n < max) {
-    uint64_t ip;
-    if (unw_get_reg_p(cursor, UNW_REG_RIP, &ip) != 0 || ip == 0) break;
-    pcs[n++] = (uintptr_t)ip;
-    if (unw_step_p(cursor) <= 0) break;
-  }
-  return n;
-}
 
 /* ---------------------------------------------------------------- frame pointers */
 /* The thread's stack mapping, found once in /proc/self/maps (read with
@@ -125,6 +155,49 @@ static bool stack_mapping(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {
   return found;
 }
 
+/* This thread's stack mapping, sp in it (NULL bounds: not found). */
+static void stack_bounds(uintptr_t sp) {
+  if (sp < stack_lo || sp >= stack_hi) {
+    /* a new thread, or a signal handler's alternate stack */
+    if (!stack_mapping(sp, &stack_lo, &stack_hi)) stack_lo = stack_hi = 0;
+  }
+}
+
+/* libunwind's walk from here: the IP of each frame, innermost first.  It
+ * reads what each frame's unwind rule names without checking it is a
+ * stack: a corrupted frame (a saved frame pointer overwritten) makes it
+ * read where that frame pointer points, and fault if nothing is mapped
+ * there (test-prof corrupt): the fault guard above catches that.  And
+ * every frame must lie above the last and inside this thread's stack
+ * mapping, as in the frame-pointer walk, so that a broken chain that reads
+ * mapped memory ends instead of naming garbage. */
+#define UNW_REG_RSP 7
+static hak_noinline int unw_walk(uintptr_t* pcs, int max) {
+  ucontext_t uc;
+  uint64_t cursor[UNW_CURSOR_WORDS];
+  stack_bounds((uintptr_t)__builtin_frame_address(0));
+  if (stack_hi == 0 || unw_faulted) return 0;   /* (then the frame-pointer walk) */
+  if (unw_getcontext_p(&uc) != 0 || unw_init_local_p(cursor, &uc) != 0) return 0;
+  volatile int n = 0;   /* (kept across the jump back) */
+  uint64_t last = 0;
+  sigjmp_buf jb;
+  if (sigsetjmp(jb, 0) != 0) {   /* libunwind faulted: the frames so far */
+    unw_faulted = true;
+    return n;
+  }
+  unw_jmp = &jb;
+  while (n < max) {
+    uint64_t ip, sp;
+    if (unw_get_reg_p(cursor, UNW_REG_RIP, &ip) != 0 || ip == 0) break;
+    if (unw_get_reg_p(cursor, UNW_REG_RSP, &sp) != 0 || sp <= last || sp < stack_lo || sp >= stack_hi) break;
+    last = sp;
+    pcs[n++] = (uintptr_t)ip;
+    if (unw_step_p(cursor) <= 0) break;
+  }
+  unw_jmp = NULL;
+  return n;
+}
+
 /* Walk saved frame pointers from the allocation's caller.  hakmem itself is
  * built without them (the fast paths would pay for the frames), so the walk
  * cannot start at its own frame.  It finds the call's return address (the
@@ -141,10 +214,7 @@ static bool stack_mapping(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {
 #define FP_SCAN 16384   /* bytes above the walker's frame that the allocator's frames may take */
 static hak_noinline int fp_walk(uintptr_t* pcs, int max, uintptr_t site) {
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-  if (sp < stack_lo || sp >= stack_hi) {
-    /* a new thread, or a signal handler's alternate stack */
-    if (!stack_mapping(sp, &stack_lo, &stack_hi)) stack_lo = stack_hi = 0;
-  }
+  stack_bounds(sp);
   int n = 0;
   pcs[n++] = site;
   if (stack_hi == 0) return n;

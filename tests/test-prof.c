@@ -163,9 +163,10 @@ __attribute__((noinline)) static void above_broken(void) {
   __asm__ volatile("");
 }
 static int mode_corrupt(void) {
-  void* gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  /* a page no read may touch, kept so that no later mapping takes its place
+   * (an unmapped page may be mapped again by the time the walk reads it) */
+  void* gone = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   CHECK(gone != MAP_FAILED);
-  munmap(gone, 4096);
   uintptr_t cases[][2] = {
       {0xdead0000beefULL, 0x1234},                              /* garbage */
       {(uintptr_t)gone, (uintptr_t)&mode_corrupt + 16},         /* a real return address, the frame unmapped */
@@ -196,6 +197,23 @@ static int mode_corrupt(void) {
   return fails != 0;
 }
 
+/* A fault outside the stack walk, profiling on: the program's own SIGSEGV
+ * handler (installed before profiling started) still gets it ("chain"), and
+ * without one the process dies of it ("fault"): the unwinder's fault guard
+ * takes only the faults of its own walks. */
+static void on_segv(int sig) {
+  (void)sig;
+  _exit(7);
+}
+static int mode_fault(bool chain) {
+  if (chain) signal(SIGSEGV, on_segv);
+  bool on = true;
+  CHECK(hakmem_ctl("prof.active", NULL, NULL, &on, sizeof on) == 0);
+  for (int i = 0; i < 1000; i++) t_free(t_malloc(1000));   /* samples: the walk runs */
+  volatile int* volatile bad = (int*)16;
+  return *bad;
+}
+
 int main(int argc, char** argv) {
   const char* m = argc > 1 ? argv[1] : "";
   if (!strcmp(m, "split")) return mode_split();
@@ -207,6 +225,8 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "exec")) return mode_exec(argv[0]);
   if (!strcmp(m, "exec2")) return mode_exec2();
   if (!strcmp(m, "corrupt")) return mode_corrupt();
+  if (!strcmp(m, "chain")) return mode_fault(true);
+  if (!strcmp(m, "fault")) return mode_fault(false);
   fprintf(stderr, "usage: %s split|leaks|dump PATH|peak|fork|threads|exec|corrupt\n", argv[0]);
   return 2;
 }

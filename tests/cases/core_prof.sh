@@ -119,6 +119,14 @@ for u in libunwind fp; do
   fi
 done
 
+echo "== a fault outside the walk is the program's (its handler, else the default action)"
+set +e
+HAKMEM_PROF_RATE=1K HAKMEM_PROF_UNWIND=libunwind HAKMEM_PROF_PREFIX=$tmp/f "$P" chain; st=$?
+((st == 7)) && echo "ok   the program's SIGSEGV handler ran (exit 7)" || bad "chain: exit status $st, expected 7 (the program's handler)"
+(ulimit -c 0; HAKMEM_PROF_RATE=1K HAKMEM_PROF_UNWIND=libunwind HAKMEM_PROF_PREFIX=$tmp/f exec "$P" fault); st=$?
+set -e
+((st == 139)) && echo "ok   no handler: killed by SIGSEGV" || bad "fault: exit status $st, expected 139 (SIGSEGV)"
+
 echo "== the allocator's own checks with profiling on (debug build: its invariants asserted)"
 # every 4 KiB sampled: blocks cut from the fast path's lists, frees set aside
 # and taken back, sampled blocks served, resized and freed as large blocks
