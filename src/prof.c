@@ -667,6 +667,10 @@ static void on_signal(int sig) {
 /* ---------------------------------------------------------------- control */
 static void prof_start(void) {
   if (hak_load_acquire(&prof_started)) return;
+  /* the fork handlers now, whatever the threads: a child numbers its own
+   * profiles from 0 (_hak_prof_fork_child), and the dump signal's handler
+   * must never be the one that registers them (internal.h, hak_lock) */
+  _hak_os_fork_register();
   hak_lock(&prof_lock);
   if (!hak_load_relaxed(&prof_started)) {
     prof_busy = true;
