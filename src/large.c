@@ -297,7 +297,9 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   /* A heap-profile sample is no longer live.  A small block the profiler
    * served here has no reuse beyond the next sample: its pages go back at
    * once (below) rather than wait in the BigCache, where a small program's
-   * freed samples held more than its slabs (espresso: 180 KiB). */
+   * freed samples held more than its slabs (espresso: 180 KiB).  (With
+   * call-site records on, HAKMEM_STATS or HAKMEM_LEARN, the site's own
+   * strategy decides, as for any large block.) */
   bool small_sample = false;
   if (hak_unlikely(seg->prof)) {
     seg->prof = 0;

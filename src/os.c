@@ -239,10 +239,10 @@ bool _hak_os_file_id(int fd, bool cloexec, hak_file_id_t* id) {
 /* A small file (a /proc or /sys figure) into buf, NUL-terminated.  False
  * when unreadable or empty. */
 bool _hak_os_read_small(const char* path, char* buf, size_t n) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = _hak_os_open_read(path);
   if (fd < 0) return false;
-  ssize_t r = read(fd, buf, n - 1);
-  close(fd);
+  ssize_t r = _hak_os_read(fd, buf, n - 1);
+  _hak_os_close(fd);
   if (r <= 0) return false;
   buf[r] = 0;
   return true;

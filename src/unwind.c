@@ -101,7 +101,6 @@ void _hak_unwind_init(void) {
 
 const char* _hak_unwind_method(void) { return unw_ok && !unw_off ? "libunwind" : "frame pointers"; }
 
-
 /* ---------------------------------------------------------------- frame pointers */
 /* The thread's stack mapping, found once in /proc/self/maps (read with
  * open/read into a stack buffer: no stdio, no allocation). */
@@ -155,7 +154,7 @@ static bool stack_mapping(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {
   return found;
 }
 
-/* This thread's stack mapping, sp in it (NULL bounds: not found). */
+/* This thread's stack mapping, sp in it (bounds 0: not found). */
 static void stack_bounds(uintptr_t sp) {
   if (sp < stack_lo || sp >= stack_hi) {
     /* a new thread, or a signal handler's alternate stack */
