@@ -139,15 +139,22 @@ static bool slab_collect(hak_slab_t* s) {
   return true;
 }
 
-/* Carve up to ~4 KiB (at least 4 blocks) of never-used blocks: touching the
- * slab lazily keeps fresh memory unfaulted until it is needed. */
+/* Carve up to ~4 KiB of never-used blocks, at least one: touching the slab
+ * lazily keeps fresh memory unfaulted until it is needed.  Carving writes
+ * each block's first words, so every block carved costs a page from 4 KiB
+ * up: at least 4 blocks a carve, as until 2026-11-27, made a class whose
+ * program held one or two such blocks fault in four pages (espresso's
+ * buffers, growing through 25 classes from 4 KiB: 124 KiB of its peak RSS;
+ * `python3 -c 1` 160 KiB).  The secure build keeps 4: block 0 of a slab is
+ * never handed out. */
 static bool slab_extend(hak_slab_t* s) {
   uint32_t limit = hak_slab_limit(s);
   uint32_t bump = hak_slab_bump(s, s->carved);
   if (bump >= limit) return false;
   uint32_t bsize = s->bsize;
   uint32_t count = 4096 / bsize;
-  if (count < 4) count = 4;
+  uint32_t least = HAK_SECURE ? 4 : 1;
+  if (count < least) count = least;
   uint32_t left = (limit - bump) / bsize;
   if (count > left) count = left;
   uint8_t* p = hak_slab_start(s) + bump;
