@@ -97,13 +97,14 @@ int hak_unlock(pthread_mutex_t* m);
 
 #define HAK_SMALL_FAST_MAX 1024                      /* table-driven class lookup */
 #define HAK_MEDIUM_MAX     ((size_t)128 * 1024)      /* larger: large tier */
-#define HAK_NCLASSES       58
+#define HAK_NCLASSES       59
 #define HAK_MAX_ALIGN_SEG  ((size_t)2 << 20)         /* larger alignments: huge table */
 #define HAK_MAX_SIZE       ((size_t)PTRDIFF_MAX - 2 * HAK_SEG_SIZE)
 
 /* ---------------------------------------------------------------- size classes
  * 16..128 in steps of 16, then five classes per doubling up to 128 KiB,
- * 2^k + 2^k/16 (2^k + 16 below 256) and 1.25, 1.5, 1.75, 2 x 2^k: a class
+ * 2^k + 2^k/16 (2^k + 16 below 256) and 1.25, 1.5, 1.75, 2 x 2^k, and one
+ * more at 4,608 (a 4 KiB page and its header: sqlite's page cache): a class
  * wastes at most 20 % of its size on a request that maps to it once the
  * 16-byte alignment granule is paid (sizes below 64 are bound by it), and a
  * power of two plus a small header (a string's or array's length field)
