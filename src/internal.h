@@ -705,6 +705,7 @@ bool  _hak_os_advise(void* p, size_t size, int advice);
 uint64_t _hak_clock_ms(void);      /* the coarse monotonic clock, ms: the release policy's delays */
 uint64_t _hak_os_clock_ns(void);   /* the monotonic clock, ns: measured costs, seeds */
 size_t _hak_os_page_size(void);
+bool _hak_os_clock_is_vdso(void);   /* the clocks read the vDSO's entry, not libc's wrapper (tests) */
 /* thp.c */
 void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint, uint32_t first_bsize);
 bool _hak_thp_exact(size_t end);

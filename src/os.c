@@ -7,6 +7,8 @@
 #include "internal.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <elf.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <linux/falloc.h>
 #include <sched.h>
@@ -257,27 +259,91 @@ size_t _hak_os_rss_bytes(void) {
   size_t pages = 0;
   while (*s == ' ') s++;
   while (*s >= '0' && *s <= '9') pages = pages * 10 + (size_t)(*s++ - '0');
-  return pages * (size_t)sysconf(_SC_PAGESIZE);
+  return pages * _hak_os_page_size();
 }
+
+/* The clocks, read through the vDSO's own entry, found once in its symbol
+ * table.  libc's clock_gettime is a wrapper around the same entry, but it
+ * lies in a 64 KiB stretch of libc's text (the time functions) that a
+ * program which reads no clock never faults in: the kernel maps 64 KiB of
+ * file pages around each first touch, so the wrapper cost such a process
+ * 64 KiB of resident pages.  Without a vDSO (valgrind hides it) or the
+ * symbol: libc's wrapper. */
+typedef int (*os_clock_fn)(clockid_t, struct timespec*);
+static _Atomic(os_clock_fn) os_clock;
+
+static bool os_name_is(const char* a, const char* b) {   /* (strcmp: another stretch of libc) */
+  while (*a != 0 && *a == *b) a++, b++;
+  return *a == *b;
+}
+/* The vDSO's __vdso_clock_gettime: its dynamic section's symbol table, as
+ * many entries as its SysV hash table's chain (the x86-64 vDSO has one). */
+static os_clock_fn os_vdso_clock(void) {
+  uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+  if (base == 0) return NULL;
+  const Elf64_Ehdr* eh = (const Elf64_Ehdr*)base;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64) return NULL;
+  const Elf64_Phdr* ph = (const Elf64_Phdr*)(base + eh->e_phoff);
+  uintptr_t bias = 0;
+  bool loaded = false;
+  const Elf64_Dyn* dyn = NULL;
+  for (unsigned i = 0; i < eh->e_phnum; i++) {
+    if (ph[i].p_type == PT_LOAD && !loaded) {
+      bias = base + ph[i].p_offset - ph[i].p_vaddr;
+      loaded = true;
+    } else if (ph[i].p_type == PT_DYNAMIC) {
+      dyn = (const Elf64_Dyn*)(base + ph[i].p_offset);
+    }
+  }
+  if (!loaded || dyn == NULL) return NULL;
+  const Elf64_Sym* sym = NULL;
+  const char* str = NULL;
+  const uint32_t* hash = NULL;
+  for (; dyn->d_tag != DT_NULL; dyn++) {
+    if (dyn->d_tag == DT_SYMTAB) sym = (const Elf64_Sym*)(bias + dyn->d_un.d_ptr);
+    else if (dyn->d_tag == DT_STRTAB) str = (const char*)(bias + dyn->d_un.d_ptr);
+    else if (dyn->d_tag == DT_HASH) hash = (const uint32_t*)(bias + dyn->d_un.d_ptr);
+  }
+  if (sym == NULL || str == NULL || hash == NULL) return NULL;
+  for (uint32_t i = 0; i < hash[1]; i++)
+    if (sym[i].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC &&
+        os_name_is(str + sym[i].st_name, "__vdso_clock_gettime"))
+      return (os_clock_fn)(bias + sym[i].st_value);
+  return NULL;
+}
+static void os_clock_read(clockid_t id, struct timespec* ts) {
+  os_clock_fn f = hak_load_relaxed(&os_clock);
+  if (hak_unlikely(f == NULL)) {   /* (two threads may both look: they find the same) */
+    f = os_vdso_clock();
+    if (f == NULL) f = clock_gettime;
+    hak_store_relaxed(&os_clock, f);
+  }
+  if (f(id, ts) != 0) clock_gettime(id, ts);   /* (a clock the vDSO does not serve) */
+}
+bool _hak_os_clock_is_vdso(void) { return hak_load_relaxed(&os_clock) != clock_gettime && hak_load_relaxed(&os_clock) != NULL; }
 
 /* The clocks: milliseconds for the release policy's delays (the coarse
  * clock: a tick, not a syscall's cost, is its resolution), nanoseconds for
  * measured costs and seeds. */
 uint64_t _hak_clock_ms(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  os_clock_read(CLOCK_MONOTONIC_COARSE, &ts);
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 uint64_t _hak_os_clock_ns(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  os_clock_read(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The OS's page size (valloc, pvalloc), asked once. */
+/* The OS's page size (valloc, pvalloc), from the auxiliary vector (sysconf
+ * lies in a stretch of libc's text a small program may never touch). */
 size_t _hak_os_page_size(void) {
   static size_t ps;
-  if (ps == 0) ps = (size_t)sysconf(_SC_PAGESIZE);
+  if (ps == 0) {
+    ps = (size_t)getauxval(AT_PAGESZ);
+    if (ps == 0) ps = HAK_OS_PAGE;
+  }
   return ps;
 }
 

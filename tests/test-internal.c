@@ -9,9 +9,14 @@
  * the smallest class that holds it, and every slab is the fewest pages that
  * hold at least 4 blocks with at most 1/16 of the slab left over.  And the
  * remote-free list word (remote.c, remote_free): pushing keeps the tag, puts
- * the block first and counts it, up to the most blocks a slab holds. */
+ * the block first and counts it, up to the most blocks a slab holds.  And
+ * the OS module's clocks (read through the vDSO's entry where the process
+ * has a vDSO: os.c) and page size agree with libc's. */
 #include "../src/internal.h"
 #include "hak_test.h"
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
 
 static void check_class(size_t cls) {
   hak_slab_t s;
@@ -115,11 +120,27 @@ static int assert_mode(void) {
   return 1;
 }
 
+static uint64_t libc_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static void check_clocks(void) {
+  uint64_t a = libc_ns(CLOCK_MONOTONIC), ns = _hak_os_clock_ns(), b = libc_ns(CLOCK_MONOTONIC);
+  CHECKF(a <= ns && ns <= b, "monotonic clock: %" PRIu64 " not between libc's %" PRIu64 " and %" PRIu64, ns, a, b);
+  uint64_t ms = _hak_clock_ms(), c = libc_ns(CLOCK_MONOTONIC_COARSE) / 1000000;
+  CHECKF(ms <= c && c - ms <= 50, "coarse clock: %" PRIu64 " ms, libc's %" PRIu64, ms, c);
+  /* (valgrind hides the vDSO: libc's wrapper then) */
+  CHECKF(getauxval(AT_SYSINFO_EHDR) == 0 || _hak_os_clock_is_vdso(), "the clocks do not read the vDSO's entry");
+  CHECKF(_hak_os_page_size() == (size_t)sysconf(_SC_PAGESIZE), "page size %zu", _hak_os_page_size());
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "assert") == 0) return assert_mode();
-  ht_begin("carved-block, block-start, bump and index arithmetic, every class; class lookup; remote-list word");
+  ht_begin("carved-block, block-start, bump and index arithmetic, every class; class lookup; remote-list word; clocks");
   check_lookup();
   check_xf_word();
+  check_clocks();
   for (size_t cls = 0; cls < HAK_NCLASSES; cls++) check_class(cls);
   printf("%ld checks, %ld failed\n", ht_checks, ht_failures);
   return ht_failures ? 1 : 0;
