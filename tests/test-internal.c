@@ -73,6 +73,11 @@ static void check_lookup(void) {
       size_t d = _hak_class_size[hak_class_of(k + hdr)];
       CHECKF(d * 16 <= (k + hdr) * 17, "%zu + %zu B: a %zu-byte block", k, hdr, d);
     }
+  /* a 4 KiB page and a header of up to 512 B (sqlite's page cache: 4,352-
+   * 4,415 B) in a 4,608-byte block, not a 5,120-byte one */
+  for (size_t hdr = 257; hdr <= 512; hdr += 51)
+    CHECKF(_hak_class_size[hak_class_of(4096 + hdr)] == 4608, "4096 + %zu B: a %u-byte block", hdr,
+           _hak_class_size[hak_class_of(4096 + hdr)]);
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     size_t d = _hak_class_size[c], pages = _hak_class_pages[c], slab = pages << HAK_PAGE_SHIFT;
     CHECKF(pages <= HAK_SLAB_MAX_PAGES, "class %zu (%zu B): %zu pages, more than HAK_SLAB_MAX_PAGES", c, d, pages);

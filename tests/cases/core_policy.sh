@@ -4,7 +4,8 @@
 # cross-size reuse (a growing realloc moves into a cached block: contents,
 # faults, growing past it; what kept buffers pin stays within the budget),
 # RSS returning after a 1 GiB live set (lean within 1 s; malloc_trim in every
-# profile), OS calls in steady state, THP modes, profile defaults/overrides.
+# profile), OS calls in steady state, THP modes, the pages a carve of big
+# blocks faults in, profile defaults/overrides.
 # serial: RSS must fall within 1 s; OS-call counts (tests/run.sh -j runs it alone)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,6 +28,7 @@ run HAKMEM_PROFILE=lean $T rss_wait
 for p in speed balanced lean; do run HAKMEM_PROFILE=$p $T rss_trim; done
 for p in speed balanced; do run HAKMEM_PROFILE=$p $T steady_calls; done
 for m in never auto always; do run HAKMEM_THP=$m $T thp; done
+for p in speed balanced; do run HAKMEM_PROFILE=$p $T carve_faults; done
 # profile defaults (speed=0 balanced=1 lean=2) and an explicit override winning
 run HAKMEM_PROFILE=speed $T profile 0 HAKMEM_DECOMMIT 0
 run $T profile 1 HAKMEM_DECOMMIT 2
