@@ -19,6 +19,11 @@ for p in random_mixed vm larson xthread latency fragment churn; do
   expect_exit 2 "$p option without value" "$B/$p" --seed
   expect_exit 2 "$p bad environment value" env SEED=abc "$B/$p" --help
 done
+expect_exit 0 "grow --help" "$B/grow" --help
+expect_exit 2 "grow unknown option" "$B/grow" --no-such-option=1
+expect_exit 2 "grow --keep=0" "$B/grow" --keep=0
+expect_exit 0 "grow, 50 rounds" "$B/grow" --rounds=50
+grep -q "check=ok" "$TMPD/out" || fail "grow: a buffer's contents did not move with it"
 expect_exit 2 "random_mixed --ws=0" "$B/random_mixed" --ws=0
 grep -q "out of range" "$TMPD/err" || fail "no out-of-range message"
 expect_exit 2 "random_mixed min > max" "$B/random_mixed" --min=100 --max=10 --iters=1
