@@ -272,10 +272,6 @@ size_t _hak_os_rss_bytes(void) {
 typedef int (*os_clock_fn)(clockid_t, struct timespec*);
 static _Atomic(os_clock_fn) os_clock;
 
-static bool os_name_is(const char* a, const char* b) {   /* (strcmp: another stretch of libc) */
-  while (*a != 0 && *a == *b) a++, b++;
-  return *a == *b;
-}
 /* The vDSO's __vdso_clock_gettime: its dynamic section's symbol table, as
  * many entries as its SysV hash table's chain (the x86-64 vDSO has one). */
 static os_clock_fn os_vdso_clock(void) {
@@ -307,7 +303,7 @@ static os_clock_fn os_vdso_clock(void) {
   if (sym == NULL || str == NULL || hash == NULL) return NULL;
   for (uint32_t i = 0; i < hash[1]; i++)
     if (sym[i].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC &&
-        os_name_is(str + sym[i].st_name, "__vdso_clock_gettime"))
+        strcmp(str + sym[i].st_name, "__vdso_clock_gettime") == 0)
       return (os_clock_fn)(bias + sym[i].st_value);
   return NULL;
 }
@@ -320,7 +316,10 @@ static void os_clock_read(clockid_t id, struct timespec* ts) {
   }
   if (f(id, ts) != 0) clock_gettime(id, ts);   /* (a clock the vDSO does not serve) */
 }
-bool _hak_os_clock_is_vdso(void) { return hak_load_relaxed(&os_clock) != clock_gettime && hak_load_relaxed(&os_clock) != NULL; }
+bool _hak_os_clock_is_vdso(void) {
+  os_clock_fn f = hak_load_relaxed(&os_clock);
+  return f != NULL && f != clock_gettime;
+}
 
 /* The clocks: milliseconds for the release policy's delays (the coarse
  * clock: a tick, not a syscall's cost, is its resolution), nanoseconds for

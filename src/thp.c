@@ -42,16 +42,6 @@ enum { THP_HALF = HAK_SEG_SIZE / 2, THP_PAGE = 2u << 20 };
 
 static int thp_sys_always = -1;   /* the kernel's mode is "always": 1, else 0; -1 before it is read */
 
-/* s contains w (strstr would fault in a stretch of libc's text of its own). */
-static bool thp_has(const char* s, const char* w) {
-  for (; *s != 0; s++) {
-    size_t i = 0;
-    while (w[i] != 0 && s[i] == w[i]) i++;
-    if (w[i] == 0) return true;
-  }
-  return false;
-}
-
 /* Read /sys/kernel/mm/transparent_hugepage/enabled once (open/read: no
  * allocation).  Unreadable: assume "madvise", where advice is what counts. */
 static bool thp_system_always(void) {
@@ -60,7 +50,7 @@ static bool thp_system_always(void) {
   v = 0;
   char buf[64];
   if (_hak_os_read_small("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf))
-    v = thp_has(buf, "[always]");
+    v = strstr(buf, "[always]") != NULL;
   __atomic_store_n(&thp_sys_always, v, __ATOMIC_RELAXED);
   return v;
 }
