@@ -335,15 +335,18 @@ uint64_t _hak_os_clock_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The OS's page size (valloc, pvalloc), from the auxiliary vector (sysconf
- * lies in a stretch of libc's text a small program may never touch). */
+/* The OS's page size (valloc, pvalloc, the RSS figure), from the auxiliary
+ * vector (sysconf lies in a stretch of libc's text a small program may never
+ * touch), asked once: threads that ask at once store the same value. */
 size_t _hak_os_page_size(void) {
-  static size_t ps;
-  if (ps == 0) {
-    ps = (size_t)getauxval(AT_PAGESZ);
-    if (ps == 0) ps = HAK_OS_PAGE;
+  static _Atomic(size_t) ps;
+  size_t v = hak_load_relaxed(&ps);
+  if (v == 0) {
+    v = (size_t)getauxval(AT_PAGESZ);
+    if (v == 0) v = HAK_OS_PAGE;
+    hak_store_relaxed(&ps, v);
   }
-  return ps;
+  return v;
 }
 
 size_t _hak_os_mapped(void) { return hak_load_relaxed(&os_mapped); }
