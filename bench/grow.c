@@ -31,15 +31,16 @@ int main(int argc, char** argv) {
   b_snap(&a);
   for (uint64_t r = 0; r < rounds; r++) {
     size_t n = 4096 + (size_t)(r % 7) * 512;
+    const char c = (char)(r & 0x7f);   /* the round's fill byte */
     char* p = malloc(n);
     if (p == NULL) b_oom(n);
-    memset(p, (int)(r & 0x7f), n);
+    memset(p, c, n);
     while (n <= max) {
       size_t m = n + n / 2;
       char* q = realloc(p, m);
       if (q == NULL) b_oom(m);
-      bad += q[0] != (char)(r & 0x7f) || q[n - 1] != (char)(r & 0x7f);   /* the contents moved with it */
-      memset(q + n, (int)(r & 0x7f), m - n);
+      bad += q[0] != c || q[n - 1] != c;   /* the contents moved with it */
+      memset(q + n, c, m - n);
       p = q;
       n = m;
     }
