@@ -3,6 +3,7 @@
  * (a heap's slabs handed to the abandoned list), adoption of exited threads'
  * slabs, the collection of everything a heap holds empty, and fork. */
 #include "internal.h"
+#include <sched.h>
 
 hak_heap_t _hak_heap_empty = {.direct = {[0 ... HAK_DIRECT_N - 1] = &_hak_heap_empty.cls[0]},
                               .cls = {[0 ... HAK_NCLASSES - 1] = {.cur = &_hak_slab_empty}}};
@@ -30,6 +31,9 @@ static void heap_reset(hak_heap_t* h) {
   h->scav_next_ms = h->scav_gap_ms = 0;
   h->no_resident = 0;
   hak_store_relaxed(&h->xremote_hint, 0);
+  hak_store_relaxed(&h->slow_n, 0);
+  h->idle_seen = 0;
+  h->busy_depth = 0;
   memset(&h->prof, 0, sizeof h->prof);
 }
 
@@ -87,10 +91,12 @@ static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
 }
 
 /* Hand every slab and segment of h to the abandoned list; h goes back to the
- * pool.  Called at thread exit, and in a fork child for the other threads. */
+ * pool.  Called at thread exit, by the owner inside hak_heap_enter (init.c),
+ * whose hak_heap_leave this makes. */
 void _hak_heap_abandon(hak_heap_t* h) {
   if (h == NULL || h == &_hak_heap_empty) return;
   hak_assert_cmp(h->in_use, ==, 1);
+  hak_assert_cmp(h->busy_depth, ==, 1);
   _hak_mesh_heap_exit(h);   /* meshed slabs become ordinary ones: nobody owns them next */
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
@@ -115,6 +121,7 @@ void _hak_heap_abandon(hak_heap_t* h) {
     s = next;
   }
   _hak_pool_abandon(h);
+  hak_heap_leave(h);   /* h has no slab left; the next thread to take it waits on nothing */
   heap_release_to_pool(h);
   _hak_pool_abandoned_tick(false);   /* a thread exit is a slow path too: collect what others freed into exited threads' slabs */
 }
@@ -148,6 +155,7 @@ static void heap_adopt(hak_heap_t* h, hak_segment_t* seg, uint64_t mask) {
  * their empty slabs are released too. */
 void _hak_collect_heap(hak_heap_t* h) {
   if (h == &_hak_heap_empty) return;
+  hak_heap_enter(h);
   hak_segment_t* ab;
   uint64_t abmask;
   while ((ab = _hak_pool_adopt(h, 0, &abmask)) != NULL) heap_adopt(h, ab, abmask);
@@ -167,6 +175,76 @@ void _hak_collect_heap(hak_heap_t* h) {
   _hak_mesh_pass(h, true);
   _hak_scavenge_pass(h, true);
   _hak_pool_tick(_hak_clock_ms(), 0, true);
+  hak_heap_leave(h);
+}
+
+/* ---------------------------------------------------------------- idle heaps */
+/* Only an owner takes remote frees in, so the blocks other threads free into
+ * the slabs of a thread that stopped calling malloc stay resident, and no
+ * heap can reuse their pages: a main thread that built the data and now
+ * waits while its workers free it kept it all (larson: 6 MB of 24).  So,
+ * every eighth of a decommit delay (release.c, from any heap's release tick
+ * or the background clock) and before a heap maps a new segment (refill.c),
+ * each heap whose owner entered no slow path since the last look and has
+ * remote frees waiting is locked -- xbusy, which the owner
+ * takes on each slow path, tried, never waited for -- and its slabs whose
+ * every block out is on their remote list go back to the pool.  The owner's
+ * fast paths may run meanwhile: malloc touches a class's current slab, never
+ * taken here; free touches a slab it has a live block in, and these have
+ * none.  The used count is read with acquire: it is stored with release
+ * (internal.h, hak_used_add), so the owner's last free into the slab is
+ * complete when it reads as the remote list's length. */
+_Atomic(uint64_t) _hak_stat_idle_slabs, _hak_stat_idle_pages;
+
+static unsigned idle_take(hak_heap_t* h, hak_slab_t* s) {
+  uintptr_t xo = hak_load_relaxed(&s->xowner);
+  if ((xo & ~HAK_OWNER_FULL) != (uintptr_t)h || h->cls[s->cls].cur == s) return 0;   /* (flags: mesh, profiler) */
+  hak_segment_t* seg = slab_segment(s);
+  size_t idx = hak_slab_index(s);
+  if ((__atomic_load_n(&seg->mesh_pages, __ATOMIC_RELAXED) >> idx & 1) || seg->nphantom[idx] != 0) return 0;
+  uintptr_t v = atomic_load_explicit(&s->xthread_free, memory_order_acquire);
+  if (v == 0 || (v & HAK_XF_NOTIFYING) || hak_xf_count(v) != __atomic_load_n(&s->used, __ATOMIC_ACQUIRE)) return 0;
+  /* no block of it is out: take its remote list (its blocks go with it) */
+  if (!atomic_compare_exchange_strong_explicit(&s->xthread_free, &v, 0, memory_order_acquire, memory_order_relaxed))
+    return 0;
+  if (xo & HAK_OWNER_FULL) list_remove(&h->full, s);
+  else avail_remove(h, s);   /* not the head: the current slab stays */
+  slab_forget(h, s);
+  unsigned n = s->npages;
+  _hak_slab_clear(s);
+  atomic_fetch_add_explicit(&_hak_stat_idle_slabs, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&_hak_stat_idle_pages, n, memory_order_relaxed);
+  return n;
+}
+
+void _hak_heaps_idle_tick(uint64_t now, uint64_t delay) {
+  static _Atomic(uint64_t) next_ms;
+  if (hak_opt(MESH)) return;   /* compaction keeps slabs of its own in view (mesh.c) */
+  uint64_t due = hak_load_relaxed(&next_ms);
+  if (now < due || !atomic_compare_exchange_strong(&next_ms, &due, now + (delay / 8 > 1 ? delay / 8 : 1))) return;
+  hak_heap_t* self = hak_heap_get();
+  hak_lock(&heap_lock);
+  for (hak_heap_t* h = heap_all; h != NULL; h = h->next_all) {
+    if (!h->in_use || h == self) continue;
+    uint64_t n = hak_load_relaxed(&h->slow_n);
+    bool idle = n == h->idle_seen;
+    h->idle_seen = n;
+    if (!idle || !hak_load_relaxed(&h->xremote_hint)) continue;
+    uint32_t free_ = 0;
+    if (!atomic_compare_exchange_strong_explicit(&h->xbusy, &free_, 1, memory_order_acquire, memory_order_relaxed)) continue;
+    _hak_pool_give_taken(h, idle_take);
+    atomic_store_explicit(&h->xbusy, 0, memory_order_release);
+  }
+  hak_unlock(&heap_lock);
+}
+
+/* The owner found its heap held by an idle tick: it lasts a walk of the
+ * heap's slabs. */
+void _hak_heap_wait(hak_heap_t* h) {
+  for (unsigned i = 0; atomic_exchange_explicit(&h->xbusy, 1, memory_order_acquire) != 0; i++) {
+    if (i < 64) __builtin_ia32_pause();
+    else sched_yield();
+  }
 }
 
 /* ---------------------------------------------------------------- fork */
@@ -177,6 +255,12 @@ void _hak_heaps_fork_child(hak_heap_t* self) {
    * middle of a list update when fork() ran, so walking them is not safe.
    * Their blocks stay valid; frees of them from the child go the remote way. */
   pthread_mutex_init(&heap_lock, NULL);
+  /* the other threads are gone: their heaps are never locked out again nor
+   * given back (one may be mid-change); ours is the forking thread's, in no
+   * slow path */
+  for (hak_heap_t* h = heap_all; h != NULL; h = h->next_all)
+    hak_store_relaxed(&h->xbusy, h->in_use && h != self ? 1u : 0u);
+  if (self != NULL && self != &_hak_heap_empty) self->busy_depth = 0;
   /* A thread that was notifying a remote free into one of our slabs does
    * not exist here: clear its tag, or the slab's remote list (and every
    * remote free into it from the child's threads) would never be collected. */

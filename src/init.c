@@ -19,6 +19,8 @@ static _Atomic(int) thread_key_ok;
 /* ---------------------------------------------------------------- threads */
 static void thread_done(void* arg) {
   hak_heap_t* h = arg;
+  if (h == NULL || h == &_hak_heap_empty) return;
+  hak_heap_enter(h);   /* left by _hak_heap_abandon */
   if (_hak_tls_heap == h) _hak_secure_flush(true);   /* its blocks go home while the heap is still ours */
   if (_hak_tls_heap == h) _hak_tls_heap = &_hak_heap_empty;
   _hak_prof_heap_exit(h);   /* blocks the profiler set aside go back to their slabs */

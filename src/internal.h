@@ -229,16 +229,21 @@ typedef struct hak_slab_s {
 #endif
 #endif
 /* A slab's count of blocks out, changed by its owner and read by the figures
- * walk (stats.c) while it runs: a relaxed store under TSan (a plain one is
- * the same instruction on x86, where the count is one add to memory). */
+ * walk (stats.c) and by the thread that gives back an idle heap's emptied
+ * slabs (heap.c), which reads it with acquire: the store is a release, so
+ * the block links written before it are seen with it.  x86 keeps stores in
+ * order, so there a compiler barrier makes the plain add one, and the count
+ * stays one add to memory (an atomic store made it a load, an add and a
+ * store: +2 instructions on each malloc and free of random_mixed). */
 hak_inline uint32_t hak_used_add(hak_slab_t* s, int32_t d) {
+#if defined(HAK_TSAN) || !defined(__x86_64__)
   uint32_t v = s->used + (uint32_t)d;
-#ifdef HAK_TSAN
-  __atomic_store_n(&s->used, v, __ATOMIC_RELAXED);
-#else
-  s->used = v;
-#endif
+  __atomic_store_n(&s->used, v, __ATOMIC_RELEASE);
   return v;
+#else
+  atomic_signal_fence(memory_order_release);
+  return s->used += (uint32_t)d;
+#endif
 }
 
 /* ---------------------------------------------------------------- segments */
@@ -402,6 +407,13 @@ typedef struct hak_heap_s {
   hak_member_t* members;             /* the segments it has slabs in (their member entries) */
   uint32_t nsegs;                    /* ... how many */
   _Atomic(uintptr_t) xremote_hint;   /* a segment of this heap has bits in xremote */
+  /* The owner's slow paths run holding xbusy (hak_heap_enter): while the
+   * thread is idle, another may hold it instead and give back the slabs
+   * other threads' frees emptied (heap.c, idle heaps) */
+  _Atomic(uint32_t) xbusy;
+  uint32_t busy_depth;               /* owner: nested hak_heap_enter calls */
+  _Atomic(uint64_t) slow_n;          /* owner: slow paths entered (the idle test reads it) */
+  uint64_t idle_seen;                /* heap.c, under the heap lock: slow_n at the last idle test */
   struct hak_heap_s* next_all;       /* registry of all heaps (fork, stats) */
   struct hak_heap_s* next_free;      /* heap pool */
   uint64_t next_release_ms;          /* release policy: next periodic check */
@@ -432,6 +444,21 @@ extern hak_slab_t _hak_slab_empty;
 extern __thread hak_heap_t* _hak_tls_heap __attribute__((tls_model("initial-exec")));
 
 hak_inline hak_heap_t* hak_heap_get(void) { return _hak_tls_heap; }
+
+/* The owner enters and leaves its slow paths (every change to its lists,
+ * slabs and member entries happens between the two); nested calls count.
+ * A thread that gives back an idle heap's emptied slabs holds xbusy while
+ * it does: the owner waits for it here (heap.c, idle heaps). */
+void _hak_heap_wait(hak_heap_t* h);
+hak_inline void hak_heap_enter(hak_heap_t* h) {
+  if (h == &_hak_heap_empty || h->busy_depth++ != 0) return;
+  if (hak_unlikely(atomic_exchange_explicit(&h->xbusy, 1, memory_order_acquire) != 0)) _hak_heap_wait(h);
+  hak_store_relaxed(&h->slow_n, hak_load_relaxed(&h->slow_n) + 1);
+}
+hak_inline void hak_heap_leave(hak_heap_t* h) {
+  if (h == &_hak_heap_empty || --h->busy_depth != 0) return;
+  atomic_store_explicit(&h->xbusy, 0, memory_order_release);
+}
 
 /* Hand out the first free block of slab s (class cls) for a request of req
  * bytes: the one pop shared by the fast path and the refill path. */
@@ -534,6 +561,9 @@ bool  _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned npa
 void  _hak_pool_abandon(hak_heap_t* h);
 hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* mask);
 void  _hak_pool_abandoned_tick(bool force);
+size_t _hak_pool_give_taken(hak_heap_t* h, unsigned (*take)(hak_heap_t*, hak_slab_t*));
+void  _hak_heaps_idle_tick(uint64_t now, uint64_t delay);
+extern _Atomic(uint64_t) _hak_stat_idle_slabs, _hak_stat_idle_pages, _hak_stat_pool_surplus;
 void  _hak_pool_tick(uint64_t now, uint64_t delay, bool force);
 void  _hak_pool_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n);
 void  _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident);
@@ -682,6 +712,7 @@ hak_inline void _hak_limit_grow(size_t bytes) {
 }
 void  _hak_batch_flush(void);
 void  _hak_segment_decommit_free_pages(hak_segment_t* seg);
+void  _hak_segment_decommit(hak_segment_t* seg, uint64_t pages);
 void  _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay);
 void  _hak_pages_freed(hak_segment_t* seg, uint64_t mask);
 void  _hak_pages_reused(hak_segment_t* seg, uint64_t mask);
@@ -782,6 +813,7 @@ typedef struct {
   size_t segments, cached_segments, pool_free_pages;
   size_t large_live, large_allocated, large_mapped;   /* live large blocks: count, usable bytes, their mappings */
   uint64_t large_nmalloc, large_nfree;
+  uint64_t idle_slabs, pool_surplus_pages;   /* slabs taken from idle heaps (heap.c), free pages aged by count (pool.c) */
   size_t bigcache_resident, bigcache_mapped, batch_mapped, quarantine_mapped;
   hak_class_figures_t cls[HAK_NCLASSES];
   hak_os_stats_t os;

@@ -354,7 +354,11 @@ void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     _hak_site_after_free(sidx, st, t0, cached ? resident : 0);
   }
   hak_heap_t* h = hak_heap_get();
-  if (h != &_hak_heap_empty) _hak_heap_release_tick(h);
+  if (h != &_hak_heap_empty) {
+    hak_heap_enter(h);
+    _hak_heap_release_tick(h);
+    hak_heap_leave(h);
+  }
 }
 
 bool _hak_large_recently_freed(const void* p) {

@@ -15,6 +15,7 @@ _Atomic(size_t) _hak_pool_segs;         /* segments on pool_avail */
 _Atomic(int) _hak_abandoned_hint;       /* a remote free reached an abandoned slab */
 _Atomic(uint64_t) _hak_stat_seg_abandon_total, _hak_stat_seg_adopt_total, _hak_stat_seg_emptied_total;
 _Atomic(size_t) _hak_abandoned_pages;
+static size_t pool_low[2] = {SIZE_MAX, SIZE_MAX};   /* the fewest retained bytes at a take: since the last tick, and the tick before (aging) */
 
 /* How many segments of the pool (beyond the heap's own) a heap looks at for
  * a free run before it takes the next option: the list is most recently
@@ -160,6 +161,8 @@ static bool pool_claim(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n
   seg->free_pages &= ~mask;
   seg->used_pages += npages;
   _hak_pages_reused(seg, mask);
+  size_t r = hak_load_relaxed(&_hak_retained_bytes);
+  if (r < pool_low[0]) pool_low[0] = r;
   /* a bit left from the slab that had these pages before would hide the
    * first remote free into the new one (remote_notify skips a set bit) */
   atomic_fetch_and_explicit(&seg->xremote, ~((uint64_t)1 << idx), memory_order_relaxed);
@@ -234,6 +237,28 @@ static hak_segment_t* pool_give_locked(hak_heap_t* h, hak_segment_t* seg, size_t
   return seg;
 }
 
+/* pool_give_locked for a walk under the lock: a segment that empties joins
+ * *emptied, which pool_free_emptied frees after the lock (the segment cache
+ * takes it).  True when h has no slab left in seg. */
+static bool pool_give_walking(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n, hak_segment_t** emptied) {
+  bool gone;
+  hak_segment_t* e = pool_give_locked(h, seg, idx, n, &gone);
+  if (e != NULL) {
+    if (h == NULL) atomic_fetch_add_explicit(&_hak_stat_seg_emptied_total, 1, memory_order_relaxed);
+    e->next = *emptied;
+    *emptied = e;
+  }
+  return gone;
+}
+static void pool_free_emptied(hak_segment_t* emptied) {
+  while (emptied != NULL) {
+    hak_segment_t* seg = emptied;
+    emptied = seg->next;
+    seg->next = NULL;
+    _hak_segment_free(seg);
+  }
+}
+
 bool _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n) {
   bool gone;
   hak_lock(&pool_lock);
@@ -241,6 +266,30 @@ bool _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n) {
   hak_unlock(&pool_lock);
   if (empty != NULL) _hak_segment_free(empty);
   return gone;
+}
+
+/* ---------------------------------------------------------------- idle heaps */
+/* The slabs of h (whose owner is locked out: heap.c) that take() clears go
+ * back to the pool, under the pool lock; take returns the slab's page count,
+ * 0 to keep it.  Returns the slabs given back. */
+size_t _hak_pool_give_taken(hak_heap_t* h, unsigned (*take)(hak_heap_t*, hak_slab_t*)) {
+  size_t given = 0;
+  hak_segment_t* emptied = NULL;
+  hak_lock(&pool_lock);
+  for (hak_member_t *m = h->members, *mnext; m != NULL; m = mnext) {
+    mnext = m->next;   /* m goes with h's last slab in its segment */
+    hak_segment_t* seg = hak_segment_of(m);
+    for (uint64_t bits = m->mask; bits != 0; bits &= bits - 1) {
+      size_t idx = (size_t)__builtin_ctzll(bits);
+      unsigned n = take(h, &seg->slabs[idx]);
+      if (n == 0) continue;
+      given++;
+      if (pool_give_walking(h, seg, idx, n, &emptied)) break;
+    }
+  }
+  hak_unlock(&pool_lock);
+  pool_free_emptied(emptied);
+  return given;
 }
 
 /* ---------------------------------------------------------------- exited threads */
@@ -315,26 +364,67 @@ void _hak_pool_abandoned_tick(bool force) {
       unsigned n = seg->slabs[idx].npages;
       _hak_slab_clear(&seg->slabs[idx]);
       atomic_fetch_sub_explicit(&_hak_abandoned_pages, n, memory_order_relaxed);
-      bool gone;
-      hak_segment_t* e = pool_give_locked(NULL, seg, idx, n, &gone);
-      if (e != NULL) {
-        atomic_fetch_add_explicit(&_hak_stat_seg_emptied_total, 1, memory_order_relaxed);
-        e->next = emptied;
-        emptied = e;
-      }
-      if (gone) break;
+      if (pool_give_walking(NULL, seg, idx, n, &emptied)) break;   /* (counted as emptied while abandoned) */
     }
   }
   hak_unlock(&pool_lock);
-  while (emptied != NULL) {   /* outside the lock: the segment cache takes it */
-    hak_segment_t* seg = emptied;
-    emptied = seg->next;
-    seg->next = NULL;
-    _hak_segment_free(seg);
-  }
+  pool_free_emptied(emptied);
 }
 
 /* ---------------------------------------------------------------- aging */
+/* Resident free pages beyond what the program reused lately.  Aging (below)
+ * decommits a page free at two snapshots; but when slabs come and go fast
+ * (threads handing work around, larson), every free page is taken again now
+ * and then while as many others are freed, so no page stays free for two
+ * snapshots and the pool kept a resident reserve as large as it ever grew
+ * (larsonN: 8 MB of free pages beside 11 MB in slabs).  So the count is aged
+ * too: the fewest resident free pages there were at any take since the tick
+ * before last were not needed for half a decommit delay (two ticks), and as
+ * many go now -- the last pages of the least recently given segments, which
+ * the next takes reach last (find_run takes from the bottom, the list is
+ * newest first).  The count is release.c's (_hak_retained_bytes), whose part
+ * outside the pool (cached segments) is left out.  (pool lock) */
+_Atomic(uint64_t) _hak_stat_pool_surplus;
+static size_t pool_resident_free(void) {
+  size_t n = 0;
+  for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next)
+    n += (size_t)__builtin_popcountll(seg->free_pages & seg->dirty_pages);
+  return n;
+}
+static void pool_trim_surplus(size_t n) {
+  hak_segment_t* tail = pool_avail;
+  while (tail != NULL && tail->next != NULL) tail = tail->next;
+  for (hak_segment_t* seg = tail; seg != NULL && n != 0; seg = seg->prev) {
+    /* (not in a half backed by huge pages: one page would split it) */
+    uint64_t pages = seg->free_pages & seg->dirty_pages, take = 0;
+    if (seg->thp & 1) pages &= ~(uint64_t)0 << 32;
+    if (seg->thp & 2) pages &= ((uint64_t)1 << 32) - 1;
+    for (; pages != 0 && n != 0; n--) {
+      uint64_t top = (uint64_t)1 << (63 - __builtin_clzll(pages));
+      take |= top;
+      pages &= ~top;
+    }
+    _hak_segment_decommit(seg, take);
+  }
+}
+static void pool_age_count(void) {
+  size_t now_free = pool_resident_free();
+  size_t retained = hak_load_relaxed(&_hak_retained_bytes) >> HAK_PAGE_SHIFT;
+  size_t other = retained > now_free ? retained - now_free : 0;
+  size_t low = (pool_low[0] < pool_low[1] ? pool_low[0] : pool_low[1]);
+  low = low == SIZE_MAX ? 0 : low >> HAK_PAGE_SHIFT;
+  size_t surplus = low > other ? low - other : 0;
+  if (surplus > now_free) surplus = now_free;
+  if (surplus != 0) {
+    pool_trim_surplus(surplus);
+    atomic_fetch_add_explicit(&_hak_stat_pool_surplus, surplus, memory_order_relaxed);
+  }
+  /* the pages gone now leave both windows' counts */
+  size_t gone = surplus << HAK_PAGE_SHIFT;
+  pool_low[1] = pool_low[0] == SIZE_MAX ? SIZE_MAX : (pool_low[0] > gone ? pool_low[0] - gone : 0);
+  pool_low[0] = hak_load_relaxed(&_hak_retained_bytes);
+}
+
 /* The pool's page clock, process-wide (any heap's release tick and the
  * background thread drive it): pages empty for the last two snapshots are
  * decommitted (release.c, _hak_segment_age); `force`: every resident free
@@ -352,6 +442,7 @@ void _hak_pool_tick(uint64_t now, uint64_t delay, bool force) {
     if (force) _hak_segment_decommit_free_pages(seg);
     else if (seg->dirty_pages | seg->dirty_old | seg->dirty_old2) _hak_segment_age(seg, now, delay);
   }
+  if (!force) pool_age_count();
   hak_unlock(&pool_lock);
 }
 

@@ -147,6 +147,11 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
         s = h->cls[cls].cur;
         continue;
       }
+      if (s == NULL) {
+        /* before the process grows: idle threads' emptied slabs (heap.c) */
+        if (hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF) _hak_heaps_idle_tick(_hak_clock_ms(), (uint64_t)hak_opt(DECOMMIT_DELAY_MS));
+        s = slab_new(h, cls, PAGES_ANY);
+      }
       if (s == NULL) s = slab_new(h, cls, PAGES_NEW);
       if (s == NULL) {
         errno = ENOMEM;
@@ -193,11 +198,17 @@ void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uintptr_t si
     /* heap profiling (prof.c): a sampled block is served elsewhere; after
      * a class allocation the class's current slab is cut to the bytes left
      * before the next sample */
+    hak_heap_enter(h);
     void* p = _hak_prof_before(h, cls, size, align <= 16, site);
-    if (p != NULL) return p;
-    p = heap_alloc_class(h, cls, size, align <= 16);
-    _hak_prof_after(h, cls);
+    if (p == NULL) {
+      p = heap_alloc_class(h, cls, size, align <= 16);
+      _hak_prof_after(h, cls);
+    }
+    hak_heap_leave(h);
     return p;
   }
-  return heap_alloc_class(h, cls, size, align <= 16);
+  hak_heap_enter(h);
+  void* p = heap_alloc_class(h, cls, size, align <= 16);
+  hak_heap_leave(h);
+  return p;
 }

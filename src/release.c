@@ -179,6 +179,7 @@ static void decommit_pages(hak_segment_t* seg, uint64_t pages) {
 }
 
 void _hak_segment_decommit_free_pages(hak_segment_t* seg) { decommit_pages(seg, seg->dirty_pages); }
+void _hak_segment_decommit(hak_segment_t* seg, uint64_t pages) { decommit_pages(seg, pages & seg->dirty_pages); }
 
 /* A segment's page clock, a snapshot every half delay (3/8 of it, so that a
  * tick a little early does not skip one): the pages empty at the last two
@@ -235,6 +236,7 @@ void _hak_release_pass(uint64_t now) {
   if (delay != 0 && (age == 0 || delay < age)) age = delay;
   if (age) _hak_bigcache_expire(age);
   _hak_pool_abandoned_tick(false);
+  _hak_heaps_idle_tick(now, delay);
 }
 
 /* Periodic check from a heap's slow path. */

@@ -313,10 +313,8 @@ void _hak_slab_clear(hak_slab_t* s) {
 /* Return an empty slab's pages to the pool (the segment to the cache or the
  * OS when it empties).  The slab is on no list.  True when it was the heap's
  * last slab in its segment (the segment may be gone). */
-static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
-  hak_segment_t* seg = slab_segment(s);
-  hak_assert_cmp(hak_load_relaxed(&s->xowner) & ~HAK_OWNER_FLAGS, ==, (uintptr_t)h);   /* only the owner releases */
-  hak_assert(hak_segmap_contains(seg));
+/* h's references to its slab s, which leaves it. */
+static void slab_forget(hak_heap_t* h, hak_slab_t* s) {
   for (size_t c = 0; c < s->cls; c++)   /* no loan cursor may point at it: its segment may go */
     if (h->borrow[c] == s) h->borrow[c] = NULL;
   if (h->prof.armed[s->cls] == s) {   /* nor the profiler's cut slab (prof.c; its blocks set aside go with it) */
@@ -324,6 +322,12 @@ static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
     h->prof.stash[s->cls] = NULL;
     h->prof.narmed--;
   }
+}
+static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
+  hak_segment_t* seg = slab_segment(s);
+  hak_assert_cmp(hak_load_relaxed(&s->xowner) & ~HAK_OWNER_FLAGS, ==, (uintptr_t)h);   /* only the owner releases */
+  hak_assert(hak_segmap_contains(seg));
+  slab_forget(h, s);
   size_t idx = hak_slab_index(s);
   unsigned n = s->npages;
   hak_assert_expensive(slab_is_valid(s));
@@ -345,7 +349,9 @@ static int slab_retire(hak_heap_t* h, hak_slab_t* s) {
 /* The last block of a slab came back (a local free).  Out of line: inlined
  * into the free fast path, it made every free save and restore a register. */
 hak_noinline void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
+  hak_heap_enter(h);
   if (hak_slab_is_empty(s) && slab_retire(h, s)) _hak_heap_release_tick(h);
+  hak_heap_leave(h);
 }
 /* The heap's own reserve, at its release tick (at most every half decommit
  * delay): the empty slab a class keeps as its current one goes to the pool

@@ -88,18 +88,23 @@ static size_t stats_format(char* buf, size_t cap) {
   _hak_pool_stats(&psegs, &pfree, &pres);
   /* where small pages are: in slabs (the heaps'), free in the shared pool
    * (resident, or returned to the OS but still mapped) */
-  _hak_sb_add(&sb, "pages: in_slabs=%zu pool_free=%zu pool_resident=%zu pool_returned=%zu pool_segments=%zu (64 KiB pages) background=%d\n",
-         (size_t)hak_load_relaxed(&_hak_stat_slab_pages), pfree, pres, pfree - pres, psegs, (int)_hak_background_running());
+  _hak_sb_add(&sb, "pages: in_slabs=%zu pool_free=%zu pool_resident=%zu pool_returned=%zu pool_segments=%zu (64 KiB pages) "
+         "surplus_returned=%llu background=%d\n",
+         (size_t)hak_load_relaxed(&_hak_stat_slab_pages), pfree, pres, pfree - pres, psegs,
+         (unsigned long long)hak_load_relaxed(&_hak_stat_pool_surplus), (int)_hak_background_running());
   _hak_sb_add(&sb,
          "threads: abandoned segments=%llu slab_pages=%llu; adopted segments=%llu slab_pages=%llu; "
-         "reclaimed slabs=%llu slab_pages=%llu; emptied while abandoned segments=%llu\n",
+         "reclaimed slabs=%llu slab_pages=%llu; emptied while abandoned segments=%llu; "
+         "taken from idle heaps slabs=%llu slab_pages=%llu\n",
          (unsigned long long)hak_load_relaxed(&_hak_stat_seg_abandon_total),
          (unsigned long long)hak_load_relaxed(&_hak_stat_abandon_pages),
          (unsigned long long)hak_load_relaxed(&_hak_stat_seg_adopt_total),
          (unsigned long long)hak_load_relaxed(&_hak_stat_adopt_pages),
          (unsigned long long)hak_load_relaxed(&_hak_stat_reclaimed_slabs),
          (unsigned long long)hak_load_relaxed(&_hak_stat_reclaimed_pages),
-         (unsigned long long)hak_load_relaxed(&_hak_stat_seg_emptied_total));
+         (unsigned long long)hak_load_relaxed(&_hak_stat_seg_emptied_total),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_idle_slabs),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_idle_pages));
   hak_os_stats_t os;
   hak_os_stats(&os);
   _hak_sb_add(&sb, "os: mmap=%zu munmap=%zu madvise=%zu mprotect=%zu mremap=%zu\n", os.mmap_calls, os.munmap_calls,
@@ -252,6 +257,8 @@ void _hak_figures(hak_figures_t* f) {
   f->cached_segments = hak_load_relaxed(&_hak_seg_cached);
   f->large_nmalloc = hak_load_relaxed(&_hak_stat_large_allocs);
   f->large_nfree = hak_load_relaxed(&_hak_stat_large_frees);
+  f->idle_slabs = hak_load_relaxed(&_hak_stat_idle_slabs);
+  f->pool_surplus_pages = hak_load_relaxed(&_hak_stat_pool_surplus);
   f->large_live = (size_t)(f->large_nmalloc - f->large_nfree);
   f->large_allocated = (size_t)hak_load_relaxed(&_hak_stat_large_usable);
   f->large_mapped = (size_t)hak_load_relaxed(&_hak_stat_large_bytes);

@@ -24,6 +24,11 @@
  *   successor  as reuse, but main (with room of its own) needs a new slab
  *        between the exit and the new thread: the exited thread's segment
  *        still goes to the new thread, and hakmem maps nothing new.
+ *   idle [ROUNDS]  main allocates, two workers free its blocks while main
+ *        makes no call: main's emptied slabs go back to the pool all the
+ *        same, and the blocks it kept keep their bytes (run_idle).
+ *   idle-race [ROUNDS]  the same while main wakes at any moment; the
+ *        blocks it keeps are checked (run_idle_race).
  *   phases [KEEP]  4 threads move through four size bands together, each
  *        band's blocks freed (KEEP: a fifth kept) before the next: with
  *        HT_PEAK_MB, the peak RSS must stay under it (run_phases).
@@ -745,6 +750,203 @@ static int run_reserve(void) {
   return 0;
 }
 
+/* ---- idle ---------------------------------------------------------------- */
+/* A thread that stops calling malloc while others free its blocks (a main
+ * thread that built the data and waits for its workers) must not keep that
+ * memory: its emptied slabs go back to the pool, taken by whichever thread
+ * runs the release clock (src/heap.c, idle heaps), and serve the others.
+ * Each round main allocates IDLE_N blocks of 16 B - 1 KiB (many slabs of
+ * each class), keeps the first eighth with a pattern, hands the rest to two
+ * workers, which free them and then allocate and free blocks of their own
+ * (their slow paths run the clock) while main sleeps without a malloc; the
+ * pages in slabs must then fall below what main's handed blocks took.  Main
+ * then wakes and allocates and frees in the same classes (its lists must be
+ * whole), and checks the kept blocks: a slab with a live block taken from
+ * it would have its pages handed to a worker and the pattern written over.
+ * Run with a short HAKMEM_DECOMMIT_DELAY_MS (the case uses 100) and
+ * HAKMEM_BACKGROUND=0; bounds on pages, not times. */
+#define IDLE_N 16384
+static void* idle_blocks[IDLE_N];
+static _Atomic int idle_go, idle_done;
+static void ht_sleep_ms(unsigned ms) { usleep(ms * 1000u); }
+static void* idle_worker(void* arg) {
+  int id = (int)(intptr_t)arg, round = 0;
+  void* v[512];
+  for (;;) {
+    while (atomic_load(&idle_go) <= round) {
+      if (atomic_load(&idle_go) < 0) return NULL;
+      ht_sleep_ms(1);
+    }
+    round++;
+    for (int i = id; i < IDLE_N; i += 2)
+      if (i >= IDLE_N / 8) t_free(idle_blocks[i]);
+    uint64_t delay = ht_env_u64("HAKMEM_DECOMMIT_DELAY_MS", 2000), t0 = ht_now_ms();
+    while (ht_now_ms() - t0 < 3 * delay) {   /* the release clock runs on these slow paths */
+      for (int i = 0; i < 512; i++) v[i] = t_malloc(64 + (size_t)(i % 7) * 300);
+      for (int i = 0; i < 512; i++) t_free(v[i]);
+      ht_sleep_ms(1);
+    }
+    atomic_fetch_add(&idle_done, 1);
+  }
+}
+static int run_idle(int rounds) {
+  printf("idle: %d rounds of %d blocks made by main and freed by 2 workers while main sleeps\n", rounds, IDLE_N);
+  if (!ht_has_hakmem()) {
+    printf("  (not hakmem: skipped)\n");
+    return 0;
+  }
+  pthread_t w[2];
+  for (int i = 0; i < 2; i++) pthread_create(&w[i], NULL, idle_worker, (void*)(intptr_t)i);
+  for (int round = 0; round < rounds; round++) {
+    size_t base = ctl_snapshot("stats.small.active");
+    size_t bytes = 0;
+    for (int i = 0; i < IDLE_N; i++) {
+      size_t sz = 16 + (size_t)((i * 7919) % 1009);
+      idle_blocks[i] = t_malloc(sz);
+      if (i >= IDLE_N / 8) bytes += sz;
+      else memset(idle_blocks[i], (int)(i & 0xff), 16);
+    }
+    size_t full = ctl_snapshot("stats.small.active");
+    atomic_store(&idle_done, 0);
+    atomic_store(&idle_go, round + 1);
+    while (atomic_load(&idle_done) < 2) ht_sleep_ms(5);   /* no malloc here: main is idle */
+    size_t after = ctl_snapshot("stats.small.active");
+    printf("  round %d: %zu KiB in slabs before, %zu KiB with main's blocks (%zu KiB handed out), %zu KiB after the workers freed them\n",
+           round, base >> 10, full >> 10, bytes >> 10, after >> 10);
+    /* main keeps an eighth of its blocks and the workers' own few slabs
+     * stay: what is left of main's slabs must be about what the kept blocks
+     * hold, not what the freed ones did */
+    if (after > base + (full - base) / 2) fail("round %d: %zu KiB still in slabs: main's emptied slabs were kept", round, after >> 10);
+    for (int k = 0; k < 4; k++) {   /* main's own slow paths again, over the same classes */
+      void* v[256];
+      for (int i = 0; i < 256; i++) v[i] = t_malloc(16 + (size_t)((i * 31 + k) % 1009));
+      for (int i = 0; i < 256; i++) t_free(v[i]);
+    }
+    for (int i = 0; i < IDLE_N / 8; i++) {
+      unsigned char* b = idle_blocks[i];
+      for (int j = 0; j < 16; j++)
+        if (b[j] != (unsigned char)(i & 0xff)) {
+          fail("round %d: block %d kept by main was written over (byte %d)", round, i, j);
+          break;
+        }
+      t_free(b);
+    }
+  }
+  atomic_store(&idle_go, -1);
+  for (int i = 0; i < 2; i++) pthread_join(w[i], NULL);
+  return 0;
+}
+
+/* idle-race: the same taking while the owner wakes up at any moment: main
+ * allocates batches, keeps a sixteenth (blocks of 1-2 KiB whose words hold
+ * their address), hands the rest (16 B - 1 KiB) to two workers through a
+ * ring, and sleeps 0-15 ms between batches (each eighth batch is eight
+ * times larger, and main sleeps until a slab of its is taken), so that the release clock (every eighth
+ * of a delay, and before a worker maps a segment) finds it idle now and
+ * then, in the middle of its workers' frees.  Every kept block is checked
+ * before it is freed; the debug library checks each slab's list at its
+ * refills.  Run with HAKMEM_DECOMMIT_DELAY_MS=100 and HAKMEM_BACKGROUND=0. */
+#define RACE_RING 8192
+static _Atomic(uint64_t*) race_ring[RACE_RING];
+static _Atomic int race_stop;
+static void* race_worker(void* arg) {
+  uint64_t r = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ull + 7;
+  void* v[512];   /* enough to refill: the workers' slow paths run the release clock */
+  while (!atomic_load(&race_stop)) {
+    for (int i = 0; i < RACE_RING; i++) {
+      uint64_t* p = atomic_exchange(&race_ring[i], NULL);
+      if (p != NULL) t_free(p);
+    }
+    for (int i = 0; i < 512; i++) {
+      r = r * 6364136223846793005ull + 1442695040888963407ull;
+      v[i] = t_malloc(16 + (size_t)(r >> 53));
+    }
+    for (int i = 0; i < 512; i++) t_free(v[i]);
+  }
+  for (int i = 0; i < RACE_RING; i++) {
+    uint64_t* p = atomic_exchange(&race_ring[i], NULL);
+    if (p != NULL) t_free(p);
+  }
+  return NULL;
+}
+static uint64_t idle_taken(void) {
+  uint64_t v = 0, epoch = 1;
+  size_t vl = sizeof v;
+  if (!ht_has_hakmem()) return 0;
+  t_ctl("epoch", NULL, NULL, &epoch, sizeof epoch);
+  t_ctl("stats.threads.idle_slabs", &v, &vl, NULL, 0);
+  return v;
+}
+static int run_idle_race(int rounds) {
+  printf("idle-race: %d batches made by main, freed by 2 workers, main sleeping between them\n", rounds);
+  pthread_t w[2];
+  atomic_store(&race_stop, 0);
+  for (int i = 0; i < 2; i++) pthread_create(&w[i], NULL, race_worker, (void*)(intptr_t)(i + 1));
+  enum { KEEP = 512 };
+  static uint64_t* kept[KEEP];
+  uint64_t r = 12345;
+  size_t nkept = 0, slot = 0, checked = 0;
+  for (int round = 0; round < rounds; round++) {
+    int batch = round % 8 == 7 ? 16384 : 2048;   /* several slabs a class before a long sleep */
+    for (int i = 0; i < batch; i++) {
+      r = r * 6364136223846793005ull + 1442695040888963407ull;
+      /* handed blocks 16 B .. 1 KiB; kept ones above, in slabs of their
+       * own, so that the handed ones' slabs empty */
+      size_t words = i % 16 == 0 ? 130 + (size_t)(r >> 57) : 2 + (size_t)(r >> 57);
+      uint64_t* p = t_malloc(words * 8);
+      if (p == NULL) {
+        fail("malloc failed");
+        break;
+      }
+      if (i % 16 == 0) {
+        for (size_t k = 0; k < words; k++) p[k] = (uint64_t)(uintptr_t)p ^ k;
+        p[0] = words;
+        size_t j = (size_t)(r >> 20) % KEEP;
+        if (kept[j] != NULL) {   /* the one it replaces: still whole? */
+          uint64_t* q = kept[j];
+          for (size_t k = 1; k < q[0]; k++)
+            if (q[k] != ((uint64_t)(uintptr_t)q ^ k)) {
+              fail("round %d: a kept block was written over", round);
+              break;
+            }
+          t_free(q);
+          checked++;
+        } else {
+          nkept++;
+        }
+        kept[j] = p;
+        continue;
+      }
+      while (atomic_load(&race_ring[slot]) != NULL) ht_sleep_ms(1);   /* the workers are behind */
+      atomic_store(&race_ring[slot], p);
+      slot = (slot + 1) % RACE_RING;
+    }
+    /* idle: no malloc or free at all, 0-15 ms, and after a large batch
+     * until the clock took one of main's slabs (it must find main idle at
+     * two looks in a row; hakmem_ctl is no slow path of main's), at most
+     * 500 ms */
+    if (round % 8 != 7) {
+      ht_sleep_ms((unsigned)(r >> 60));
+    } else {
+      uint64_t t0 = ht_now_ms(), before = idle_taken();
+      while (idle_taken() == before && ht_now_ms() - t0 < 500) ht_sleep_ms(5);
+    }
+  }
+  atomic_store(&race_stop, 1);
+  for (int i = 0; i < 2; i++) pthread_join(w[i], NULL);
+  for (size_t j = 0; j < KEEP; j++)
+    if (kept[j] != NULL) {
+      t_free(kept[j]);
+      kept[j] = NULL;
+    }
+  uint64_t taken = idle_taken();
+  if (ht_has_hakmem() && taken == 0)
+    fail("no slab was taken from main while it slept: the test did not test");
+  printf("  %zu kept blocks checked and freed; %llu slabs taken from main while it slept\n", checked, (unsigned long long)taken);
+  (void)nkept;
+  return 0;
+}
+
 /* ---- burst --------------------------------------------------------------- */
 /* After a burst the memory goes back without malloc_trim and without another
  * allocation: 4 threads allocate 256 MiB each (small, medium and large
@@ -1206,6 +1408,10 @@ int main(int argc, char** argv) {
     run_burst();
   if (strcmp(mode, "reserve") == 0)
     run_reserve();
+  if (strcmp(mode, "idle") == 0)
+    run_idle(a2 ? (int)a2 : 3);
+  if (strcmp(mode, "idle-race") == 0)
+    run_idle_race(a2 ? (int)a2 : 300);
   if (strcmp(mode, "phases") == 0)
     run_phases((int)a2);
   if (strcmp(mode, "join") == 0 || strcmp(mode, "all") == 0)

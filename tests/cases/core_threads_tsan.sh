@@ -12,6 +12,8 @@ run "fork under TSan, 30 forks" $T/test-threads-tsan fork 30 2
 run "successor under TSan" $T/test-threads-tsan successor
 run "share under TSan" $T/test-threads-tsan share
 run "join under TSan" $T/test-threads-tsan join
+run "idle under TSan (slabs taken from a heap while its owner sleeps, then its slow paths again)" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-tsan idle 2
+run "idle-race under TSan" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-tsan idle-race 200
 # (its fork children may start while a worker that has finished is not
 # joined yet: TSan reports that thread as leaked in the child, which is not
 # a race; the parent's own leaks are still checked by the other runs)
