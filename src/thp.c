@@ -89,6 +89,18 @@ static bool thp_big(size_t heap_bytes) {
  * keeps the evidence current (an advised block reads as fully resident).
  * A process whose large blocks are never freed shows no evidence and keeps
  * 4 KiB pages for them, as glibc does. */
+/* Under a memory limit (HAKMEM_MEMORY_LIMIT or the container's) auto mode
+ * advises no huge page: one that hakmem gives back in part (a page
+ * decommitted, its half demoted) stays charged to the container whole until
+ * the kernel splits it, which it does only under pressure.  In a 160 MiB
+ * group the group's count reached its limit while the process held 126 MB
+ * resident, and the kernel killed it now and then (rel_memory_limit); with
+ * 4 KiB pages the count stays at the resident size. */
+static long long thp_mode(void) {
+  long long m = hak_opt(THP);
+  return m == HAK_THP_AUTO && _hak_limit != 0 ? HAK_THP_NEVER : m;
+}
+
 enum { DENSE_PM = 900, PROBE_EVERY = 8 };
 static _Atomic(uint32_t) large_dense_pm;     /* moving average of the resident share, per mille */
 static _Atomic(uint32_t) large_samples, large_frees, large_fresh;
@@ -97,7 +109,7 @@ static bool thp_large_dense(void) {
   return (atomic_fetch_add_explicit(&large_fresh, 1, memory_order_relaxed) + 1) % PROBE_EVERY != 0;
 }
 bool _hak_thp_wants_sample(const hak_segment_t* seg) {
-  if (hak_opt(THP) != HAK_THP_AUTO || seg->thp || seg->huge_aligned || seg->large_off + seg->large_size < THP_PAGE)
+  if (thp_mode() != HAK_THP_AUTO || seg->thp || seg->huge_aligned || seg->large_off + seg->large_size < THP_PAGE)
     return false;
   uint32_t n = atomic_fetch_add_explicit(&large_frees, 1, memory_order_relaxed);
   return n < 16 || n % 8 == 0;
@@ -116,7 +128,7 @@ void _hak_thp_sample(double touched) {
  * 4 MiB of huge pages, its last one mostly past the block's end, and 64
  * threads' such blocks put core_threads_churn over its RSS bound in CI.
  * Growth then moves or extends the mapping with mremap (no copy). */
-bool _hak_thp_exact(size_t end) { return hak_opt(THP) == HAK_THP_AUTO && end >= THP_PAGE && thp_large_dense(); }
+bool _hak_thp_exact(size_t end) { return thp_mode() == HAK_THP_AUTO && end >= THP_PAGE && thp_large_dense(); }
 
 /* A fresh mapping, before anything touches it (a touch would map the 2 MiB
  * range around it in 4 KiB pages for good).  Small segment: `hint` is the
@@ -125,7 +137,7 @@ bool _hak_thp_exact(size_t end) { return hak_opt(THP) == HAK_THP_AUTO && end >= 
  * not. */
 void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint,
                     uint32_t first_bsize) {
-  long long mode = hak_opt(THP);
+  long long mode = thp_mode();
   uint8_t halves = 0;
   /* (no write to seg before the advice: a fresh mapping reads zero) */
   if (kind != HAK_SEG_SMALL && kind != HAK_SEG_LARGE) return;   /* the secure build's zero-size blocks: PROT_NONE */
