@@ -217,11 +217,13 @@ static unsigned idle_take(hak_heap_t* h, hak_slab_t* s) {
   return n;
 }
 
-void _hak_heaps_idle_tick(uint64_t now, uint64_t delay) {
+/* Returns the slabs given back (0 also when it is not yet time to look). */
+size_t _hak_heaps_idle_tick(uint64_t now, uint64_t delay) {
   static _Atomic(uint64_t) next_ms;
-  if (hak_opt(MESH)) return;   /* compaction keeps slabs of its own in view (mesh.c) */
+  if (hak_opt(MESH)) return 0;   /* compaction keeps slabs of its own in view (mesh.c) */
   uint64_t due = hak_load_relaxed(&next_ms);
-  if (now < due || !atomic_compare_exchange_strong(&next_ms, &due, now + (delay / 8 > 1 ? delay / 8 : 1))) return;
+  if (now < due || !atomic_compare_exchange_strong(&next_ms, &due, now + (delay / 8 > 1 ? delay / 8 : 1))) return 0;
+  size_t given = 0;
   hak_heap_t* self = hak_heap_get();
   hak_lock(&heap_lock);
   for (hak_heap_t* h = heap_all; h != NULL; h = h->next_all) {
@@ -232,10 +234,11 @@ void _hak_heaps_idle_tick(uint64_t now, uint64_t delay) {
     if (!idle || !hak_load_relaxed(&h->xremote_hint)) continue;
     uint32_t free_ = 0;
     if (!atomic_compare_exchange_strong_explicit(&h->xbusy, &free_, 1, memory_order_acquire, memory_order_relaxed)) continue;
-    _hak_pool_give_taken(h, idle_take);
+    given += _hak_pool_give_taken(h, idle_take);
     atomic_store_explicit(&h->xbusy, 0, memory_order_release);
   }
   hak_unlock(&heap_lock);
+  return given;
 }
 
 /* The owner found its heap held by an idle tick: it lasts a walk of the

@@ -562,7 +562,7 @@ void  _hak_pool_abandon(hak_heap_t* h);
 hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* mask);
 void  _hak_pool_abandoned_tick(bool force);
 size_t _hak_pool_give_taken(hak_heap_t* h, unsigned (*take)(hak_heap_t*, hak_slab_t*));
-void  _hak_heaps_idle_tick(uint64_t now, uint64_t delay);
+size_t _hak_heaps_idle_tick(uint64_t now, uint64_t delay);
 extern _Atomic(uint64_t) _hak_stat_idle_slabs, _hak_stat_idle_pages, _hak_stat_pool_surplus;
 void  _hak_pool_tick(uint64_t now, uint64_t delay, bool force);
 void  _hak_pool_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n);

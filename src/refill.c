@@ -147,11 +147,11 @@ static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req
         s = h->cls[cls].cur;
         continue;
       }
-      if (s == NULL) {
-        /* before the process grows: idle threads' emptied slabs (heap.c) */
-        if (hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF) _hak_heaps_idle_tick(_hak_clock_ms(), (uint64_t)hak_opt(DECOMMIT_DELAY_MS));
+      /* before the process grows: idle threads' emptied slabs (heap.c),
+       * and the pool once more when they gave some back */
+      if (s == NULL && hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF &&
+          _hak_heaps_idle_tick(_hak_clock_ms(), (uint64_t)hak_opt(DECOMMIT_DELAY_MS)) != 0)
         s = slab_new(h, cls, PAGES_ANY);
-      }
       if (s == NULL) s = slab_new(h, cls, PAGES_NEW);
       if (s == NULL) {
         errno = ENOMEM;

@@ -77,18 +77,6 @@ static bool thp_big(size_t heap_bytes) {
   return used >= min && used >= hak_load_relaxed(&_hak_seg_small) * (HAK_SEG_SIZE / 2);
 }
 
-/* Are this process's large blocks touched densely?  A huge page commits
- * its whole 2 MiB at the first touch: a block written all over (a buffer, a
- * matrix) gains a TLB reach 512 times larger and faults 512 times less
- * (bench/vm: 0.74x the time of 4 KiB pages, cold), but a block touched here
- * and there (a hash table sized for the worst case: xz -6's encoder) is
- * committed whole (xz: 74.3 MB peak RSS against 58.9).  The evidence is the
- * resident share of unadvised large blocks when they are freed (mincore,
- * one free in 8 after the first 16): large blocks are advised once at least
- * two samples average 90 %, and every 8th one stays unadvised, a probe that
- * keeps the evidence current (an advised block reads as fully resident).
- * A process whose large blocks are never freed shows no evidence and keeps
- * 4 KiB pages for them, as glibc does. */
 /* Under a memory limit (HAKMEM_MEMORY_LIMIT or the container's) auto mode
  * advises no huge page: one that hakmem gives back in part (a page
  * decommitted, its half demoted) stays charged to the container whole until
@@ -101,6 +89,18 @@ static long long thp_mode(void) {
   return m == HAK_THP_AUTO && _hak_limit != 0 ? HAK_THP_NEVER : m;
 }
 
+/* Are this process's large blocks touched densely?  A huge page commits
+ * its whole 2 MiB at the first touch: a block written all over (a buffer, a
+ * matrix) gains a TLB reach 512 times larger and faults 512 times less
+ * (bench/vm: 0.74x the time of 4 KiB pages, cold), but a block touched here
+ * and there (a hash table sized for the worst case: xz -6's encoder) is
+ * committed whole (xz: 74.3 MB peak RSS against 58.9).  The evidence is the
+ * resident share of unadvised large blocks when they are freed (mincore,
+ * one free in 8 after the first 16): large blocks are advised once at least
+ * two samples average 90 %, and every 8th one stays unadvised, a probe that
+ * keeps the evidence current (an advised block reads as fully resident).
+ * A process whose large blocks are never freed shows no evidence and keeps
+ * 4 KiB pages for them, as glibc does. */
 enum { DENSE_PM = 900, PROBE_EVERY = 8 };
 static _Atomic(uint32_t) large_dense_pm;     /* moving average of the resident share, per mille */
 static _Atomic(uint32_t) large_samples, large_frees, large_fresh;
