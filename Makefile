@@ -31,7 +31,10 @@ ASAN_CFLAGS    := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -f
 SECURE_CFLAGS  := -O2 -g -DNDEBUG -DHAK_SECURE=1 $(LIB_CFLAGS_COMMON)
 TSAN_CFLAGS    := -O1 -g -fsanitize=thread -DHAK_DEBUG=1 -DHAK_NO_OVERRIDE $(LIB_CFLAGS_COMMON)
 NOOVR_CFLAGS   := $(RELEASE_CFLAGS) -DHAK_NO_OVERRIDE
-LIB_LDFLAGS_BASE := -shared -pthread -Wl,-z,now
+# 64 KiB segment alignment: the kernel maps a library's pages 64 KiB around
+# each first touch, and so aligned the code every process runs (hak_warm) is
+# one such window in every process (docs/DESIGN.md, "A small program").
+LIB_LDFLAGS_BASE := -shared -pthread -Wl,-z,now -Wl,-z,max-page-size=0x10000
 LIB_LDFLAGS    := $(LIB_LDFLAGS_BASE) -Wl,--version-script=src/exports.map -Wl,-soname,libhakmem.so.0
 
 .PHONY: all debug asan tsan secure nooverride test bench install clean

@@ -128,8 +128,8 @@ hak_inline size_t small_usable(const void* p) {   /* 0: not the common case */
 }
 
 /* ---------------------------------------------------------------- API */
-hak_api void* hak_malloc(size_t n) { return hak_malloc_inline(n); }
-hak_api void hak_free(void* p) { hak_free_inline(p, "free"); }
+hak_warm hak_api void* hak_malloc(size_t n) { return hak_malloc_inline(n); }
+hak_warm hak_api void hak_free(void* p) { hak_free_inline(p, "free"); }
 /* Sized free: the size must be one the block could have been allocated (or
  * realloc'ed in place) with: at most its usable size and, when `exact`, at
  * least half of it (the class spacing and realloc's in-place rule put every
@@ -186,7 +186,7 @@ hak_api void hak_free_aligned_sized(void* p, size_t align, size_t n) {
   hak_free_inline(p, "free_aligned_sized");
 }
 
-hak_api void* hak_calloc(size_t count, size_t size) {
+hak_warm hak_api void* hak_calloc(size_t count, size_t size) {
   size_t total;
   if (hak_unlikely(__builtin_mul_overflow(count, size, &total))) {
     errno = ENOMEM;
@@ -219,7 +219,7 @@ hak_inline void* aligned_impl(size_t align, size_t n) {
 
 /* The block moves: a new one, the bytes both hold, the old one freed (the
  * one realloc by copy, for every tier). */
-static hak_noinline void* realloc_move(void* p, size_t n, size_t usable) {
+hak_warm static hak_noinline void* realloc_move(void* p, size_t n, size_t usable) {
   void* q = hak_malloc_inline(n);
   if (q == NULL) return NULL;
   memcpy(q, p, n < usable ? n : usable);
@@ -229,7 +229,7 @@ static hak_noinline void* realloc_move(void* p, size_t n, size_t usable) {
 
 /* Everything but a live small block and a nonzero size: NULL, free-like
  * zero, too large, large blocks, misuse, the secure build. */
-static hak_noinline void* realloc_slow(void* p, size_t n) {
+hak_warm static hak_noinline void* realloc_slow(void* p, size_t n) {
   if (p == NULL) return hak_malloc_inline(n);
   if (n == 0) {   /* glibc: free and return NULL */
     hak_free_inline(p, "realloc");
@@ -259,7 +259,7 @@ static hak_noinline void* realloc_slow(void* p, size_t n) {
 /* In place when the new size keeps the block at least half used (a string
  * growing within its class, or shrinking a little): no register saved, no
  * call.  A size above HAK_MAX_SIZE moves, and malloc fails it with ENOMEM. */
-hak_api void* hak_realloc(void* p, size_t n) {
+hak_warm hak_api void* hak_realloc(void* p, size_t n) {
   size_t usable = small_usable(p);   /* 0 for NULL */
   if (hak_likely(usable != 0 && n != 0)) {
     if (n <= usable && n >= usable / 2) return p;

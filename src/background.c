@@ -32,7 +32,7 @@ static void* bg_main(void* arg) {
 
 /* From a release tick (no allocator lock held): start the thread once there
  * is empty memory to watch. */
-void _hak_background_wake(void) {
+hak_warm void _hak_background_wake(void) {
   if (hak_likely(hak_load_relaxed(&bg_state) != 0)) return;
   if (_hak_tls_forking) return;   /* inside fork: a child's handler says whether it has one */
   if (!hak_opt(BACKGROUND) || hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF || hak_opt(DECOMMIT_DELAY_MS) == 0) return;

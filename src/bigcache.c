@@ -18,7 +18,7 @@ typedef struct {
 } bc_entry_t;
 
 static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
-static bc_entry_t bc_ring[BC_CLASSES][BC_WAYS];   /* oldest first */
+hak_bss_apart static bc_entry_t bc_ring[BC_CLASSES][BC_WAYS];   /* oldest first */
 static uint8_t bc_count[BC_CLASSES];
 static uint64_t bc_nonempty;                      /* bit c: bc_count[c] > 0 */
 _Static_assert(BC_CLASSES <= 64, "class mask");
@@ -49,7 +49,7 @@ static size_t bc_class_floor(size_t m) {
 /* The mapping size to use for a new large block: rounded up to its class so
  * the block can serve any later request of that class (the pages past the
  * request are never touched, so they cost address space only). */
-size_t _hak_bigcache_map_size(size_t need) {
+hak_warm size_t _hak_bigcache_map_size(size_t need) {
   size_t k = bc_class_ceil(need);
   if (k + 4 < BC_CLASSES) return bc_class_size(k + 4);   /* twice the class: headroom to grow */
   return k < BC_CLASSES ? bc_class_size(k) : hak_align_up(need, HAK_OS_PAGE);
@@ -90,7 +90,7 @@ static hak_segment_t* bc_remove_locked(size_t c, size_t i) {
 /* Take a cached segment for a request of `need` bytes (header included).
  * Its mapping holds `need`, or (need >= BC_GROW_MIN) it is smaller but
  * mostly touched and the caller must grow it: check seg->map_size. */
-hak_segment_t* _hak_bigcache_take(size_t need) {
+hak_warm hak_segment_t* _hak_bigcache_take(size_t need) {
   if (hak_load_relaxed(&bc_bytes) == 0) {
     atomic_fetch_add_explicit(&bc_misses, 1, memory_order_relaxed);
     return NULL;
@@ -221,7 +221,7 @@ static void bc_trim_tail(hak_segment_t* seg) {
 
 /* Keep a freed large segment; false when it is not cacheable (the caller
  * releases it).  Blocks pushed out go to the release batch. */
-bool _hak_bigcache_put(hak_segment_t* seg) {
+hak_warm bool _hak_bigcache_put(hak_segment_t* seg) {
   uint64_t limit = max_bytes();
   if (seg->large_off >= HAK_LARGE_HDR + HAK_OS_PAGE || resident(seg) > limit) return false;
   bc_trim_tail(seg);   /* only a block that stays: one going to the batch is decommitted whole */
@@ -268,7 +268,7 @@ void _hak_bigcache_expire(uint64_t max_age_ms) {
   }
 }
 
-void _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, size_t* bytes, size_t* mapped) {
+hak_warm void _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, size_t* bytes, size_t* mapped) {
   *mapped = hak_load_relaxed(&bc_mapped);
   *hits = hak_load_relaxed(&bc_hits);
   *misses = hak_load_relaxed(&bc_misses);

@@ -44,7 +44,7 @@ static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
 
 /* Owner frees into its own slab on the generic path: full slab, emptied slab,
  * or a cookie hit that must be confirmed. */
-static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t xo) {
+hak_warm static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t xo) {
   if (!HAK_SECURE && b->cookie == hak_cookie()) {   /* secure: the trailer decides, below */
     slab_collect(s);
     /* (a phantom keeps a stale cookie when its first words lie on a page
@@ -78,7 +78,7 @@ static bool head_page_block(hak_slab_t* s, const void* p, const char* op) {
 }
 
 /* A free into the caller's own full slab. */
-void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op) {
+hak_warm void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op) {
   if (!head_page_block(s, p, op)) return;
   hak_heap_enter(h);
   local_free(h, s, (hak_block_t*)p, HAK_OWNER_FULL);
@@ -86,7 +86,7 @@ void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op) {
 }
 /* A free into another thread's (or an exited thread's) slab; or, while heap
  * profiling cuts it, into our own current slab (prof.c keeps it aside). */
-void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
+hak_warm void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
   if (hak_unlikely(hak_load_relaxed(&s->xowner) & HAK_OWNER_PROF)) {
     hak_heap_t* h = hak_heap_get();
     hak_heap_enter(h);
@@ -97,7 +97,7 @@ void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
   if (head_page_block(s, p, op)) remote_free(s, (hak_block_t*)p);
 }
 
-void _hak_free_generic(void* p, const char* op) {
+hak_warm void _hak_free_generic(void* p, const char* op) {
   if (p == NULL) return;
   if (!hak_segmap_contains(p)) {
     hak_segment_t* hs;

@@ -16,6 +16,12 @@ static uint8_t* heap_chunk;
 static size_t heap_chunk_left;
 #define HEAP_STRIDE hak_align_up(sizeof(hak_heap_t), 64)
 
+/* A heap from the pool is reset whole; a new one is zero already (a fresh
+ * mapping), and only its nonzero fields are written, so that the pages of
+ * what it does not use yet (lending, profiling) stay untouched. */
+static void heap_init_fresh(hak_heap_t* h) {
+  for (size_t c = 0; c < HAK_NCLASSES; c++) avail_clear(h, c);
+}
 static void heap_reset(hak_heap_t* h) {
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     avail_clear(h, c);
@@ -37,9 +43,10 @@ static void heap_reset(hak_heap_t* h) {
   memset(&h->prof, 0, sizeof h->prof);
 }
 
-hak_heap_t* _hak_heap_acquire(void) {
+hak_warm hak_heap_t* _hak_heap_acquire(void) {
   hak_lock(&heap_lock);
   hak_heap_t* h = heap_pool;
+  bool fresh = h == NULL;
   if (h != NULL) {
     heap_pool = h->next_free;
   } else {
@@ -57,7 +64,8 @@ hak_heap_t* _hak_heap_acquire(void) {
     }
   }
   if (h != NULL) {
-    heap_reset(h);
+    if (fresh) heap_init_fresh(h);
+    else heap_reset(h);
     h->in_use = 1;
   }
   hak_unlock(&heap_lock);
@@ -93,7 +101,7 @@ static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
 /* Hand every slab and segment of h to the abandoned list; h goes back to the
  * pool.  Called at thread exit, by the owner inside hak_heap_enter (init.c),
  * whose hak_heap_leave this makes. */
-void _hak_heap_abandon(hak_heap_t* h) {
+hak_warm void _hak_heap_abandon(hak_heap_t* h) {
   if (h == NULL || h == &_hak_heap_empty) return;
   hak_assert_cmp(h->in_use, ==, 1);
   hak_assert_cmp(h->busy_depth, ==, 1);
@@ -218,7 +226,7 @@ static unsigned idle_take(hak_heap_t* h, hak_slab_t* s) {
 }
 
 /* Returns the slabs given back (0 also when it is not yet time to look). */
-size_t _hak_heaps_idle_tick(uint64_t now, uint64_t delay) {
+hak_warm size_t _hak_heaps_idle_tick(uint64_t now, uint64_t delay) {
   static _Atomic(uint64_t) next_ms;
   if (hak_opt(MESH)) return 0;   /* compaction keeps slabs of its own in view (mesh.c) */
   uint64_t due = hak_load_relaxed(&next_ms);

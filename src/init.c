@@ -17,7 +17,7 @@ static pthread_key_t thread_key;
 static _Atomic(int) thread_key_ok;
 
 /* ---------------------------------------------------------------- threads */
-static void thread_done(void* arg) {
+hak_warm static void thread_done(void* arg) {
   hak_heap_t* h = arg;
   if (h == NULL || h == &_hak_heap_empty) return;
   hak_heap_enter(h);   /* left by _hak_heap_abandon */
@@ -27,7 +27,7 @@ static void thread_done(void* arg) {
   _hak_heap_abandon(h);
 }
 
-hak_heap_t* _hak_thread_init(void) {
+hak_warm hak_heap_t* _hak_thread_init(void) {
   if (hak_load_acquire(&_hak_initialized) != 2) _hak_process_init();
   if (_hak_tls_heap != &_hak_heap_empty) return _hak_tls_heap;
   hak_heap_t* h = _hak_heap_acquire();
@@ -82,7 +82,7 @@ static void fork_child(void) {
 }
 
 /* ---------------------------------------------------------------- process */
-static uintptr_t random_seed(void) {
+hak_warm static uintptr_t random_seed(void) {
   uintptr_t x = 0;
   const uint8_t* r = (const uint8_t*)getauxval(AT_RANDOM);   /* 16 bytes from the kernel */
   if (r != NULL) memcpy(&x, r + 8, sizeof x);
@@ -91,7 +91,7 @@ static uintptr_t random_seed(void) {
   return x | 1;
 }
 
-void _hak_process_init(void) {
+hak_warm void _hak_process_init(void) {
   int expect = 0;
   if (!atomic_compare_exchange_strong(&_hak_initialized, &expect, 1)) {
     /* another thread is initialising: wait (init never allocates, so a
@@ -119,7 +119,7 @@ void _hak_process_init(void) {
   _hak_os_fork_handlers(fork_prepare, fork_parent, fork_child, hak_opt(MESH));
 }
 
-__attribute__((constructor(101))) static void hak_constructor(void) {
+hak_warm __attribute__((constructor(101))) static void hak_constructor(void) {
   _hak_process_init();
   _hak_options_init();   /* environ may not have been set at the first malloc */
   if (hak_opt(MESH)) _hak_os_fork_register();
@@ -129,7 +129,7 @@ __attribute__((constructor(101))) static void hak_constructor(void) {
   _hak_prof_init();   /* HAKMEM_PROF: after the options (it may dlopen libunwind) */
 }
 
-__attribute__((destructor(101))) static void hak_destructor(void) {
+hak_warm __attribute__((destructor(101))) static void hak_destructor(void) {
   _hak_prof_at_exit();
   if (hak_opt(STATS)) _hak_stats_at_exit();
 }

@@ -28,6 +28,27 @@
 #define hak_cold        __attribute__((cold, noinline))
 #define hak_inline      static inline __attribute__((always_inline))
 #define hak_noreturn    __attribute__((noreturn))
+/* The code every process runs -- start-up, thread start and exit, the
+ * malloc and free entries and the slow paths a first slab takes: one group
+ * of pages (the linker puts .text.hot.* together), so that a small program
+ * faults in those and not the whole library.  The kernel maps a file's
+ * pages 64 KiB around each first touch, and the libraries are linked with
+ * 64 KiB segment alignment, so the group's window is the same in every
+ * process (docs/DESIGN.md, "A small program"). */
+#define hak_warm        __attribute__((section(".text.hot.hakmem")))
+/* Large zero-filled tables, in a section of their own after the other
+ * variables: between them, each touched small variable (locks, counters,
+ * clocks) was a page of its own (five pages for a small program; two now). */
+#define hak_bss_apart   __attribute__((section(".bss.hakmem.apart")))
+/* Bits set in x, inline: without -mpopcnt (not in the x86-64 baseline) the
+ * builtin is a call into libgcc, linked at the far end of the library's
+ * text, away from the code every process runs (hak_warm). */
+hak_inline unsigned hak_popcount64(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
 #define hak_api         __attribute__((visibility("default")))
 
 #ifndef HAK_DEBUG
@@ -335,7 +356,12 @@ hak_inline uint32_t hak_slab_limit(const hak_slab_t* s) {
  * off*c < n*e: one multiply and one compare test both "a block start" and
  * "already carved" (the fast path's free check). */
 hak_inline uint32_t hak_slab_step(const hak_slab_t* s) { return (uint32_t)((uint64_t)s->bsize * s->recip); }
-hak_inline uint64_t hak_slab_recip(uint32_t bsize) { return (uint64_t)(((unsigned __int128)1 << 64) / bsize) + 1; }
+/* floor(2^64 / d) + 1 in 64-bit arithmetic: floor((2^64 - 1) / d), one more
+ * when d divides 2^64 (a power of two).  (The 128-bit division was a call
+ * into libgcc's __udivti3, linked far from the code every process runs.) */
+hak_inline uint64_t hak_slab_recip(uint32_t bsize) {
+  return UINT64_MAX / bsize + ((bsize & (bsize - 1)) == 0) + 1;
+}
 hak_inline bool hak_is_block_start(const hak_slab_t* s, uint64_t off) { return off * s->recip < s->recip; }
 hak_inline bool hak_is_carved_block(const hak_slab_t* s, uint64_t off, uint32_t carved) { return off * s->recip < carved; }
 /* byte offset of the first never-carved block */
@@ -399,10 +425,6 @@ typedef struct hak_heap_s {
   hak_heap_cls_t* direct[HAK_DIRECT_N];
   hak_heap_cls_t cls[HAK_NCLASSES];
   hak_slab_t* tail[HAK_NCLASSES];    /* last slab of each class's list (NULL when cur is empty) */
-  hak_slab_t* borrow[HAK_NCLASSES];  /* per class: the larger class's slab it last borrowed a block
-                                      * from (refill.c, heap_borrow; checked before each use) */
-  uint32_t borrow_n[HAK_NCLASSES];   /* ... loans from it since the last check, and its used count then */
-  uint32_t borrow_used[HAK_NCLASSES];
   hak_slab_t* full;                  /* slabs without room */
   hak_member_t* members;             /* the segments it has slabs in (their member entries) */
   uint32_t nsegs;                    /* ... how many */
@@ -425,6 +447,12 @@ typedef struct hak_heap_s {
   uint32_t tick_nmalloc[HAK_NCLASSES];   /* each class's malloc count at the last release tick (the reserve) */
   uint64_t refills;                  /* mallocs that found the current slab without a free block
                                       * (statistics; every 64th runs the periodic work) */
+  /* (from here on, what lending and profiling use: a fresh heap's first page
+   * holds all that a small program touches, heap.c) */
+  hak_slab_t* borrow[HAK_NCLASSES];  /* per class: the larger class's slab it last borrowed a block
+                                      * from (refill.c, heap_borrow; checked before each use) */
+  uint32_t borrow_n[HAK_NCLASSES];   /* ... loans from it since the last check, and its used count then */
+  uint32_t borrow_used[HAK_NCLASSES];
   /* heap profiling (prof.c), zeroed with the heap: per class the bytes left
    * before the next sample, the class's malloc count when they were last
    * counted, and the slab whose list is cut to them (HAK_OWNER_PROF) */

@@ -34,7 +34,7 @@ static void large_usable(size_t add, size_t sub) {
 /* ---------------------------------------------------------------- huge alignment table */
 #define HUGE_N 256
 static pthread_mutex_t huge_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { uintptr_t p; hak_segment_t* seg; } huge_tab[HUGE_N];
+hak_bss_apart static struct { uintptr_t p; hak_segment_t* seg; } huge_tab[HUGE_N];
 static _Atomic(size_t) huge_count;
 
 bool _hak_huge_aligned_lookup(const void* p, hak_segment_t** seg_out) {
@@ -162,7 +162,7 @@ static hak_segment_t* large_grow_map(hak_segment_t* seg, size_t new_map) {
 /* A large block: from the BigCache (resident pages, no syscall), else from
  * the release batch (decommitted but mapped), else a new mapping rounded up
  * to its BigCache class so it can be reused for any size of that class. */
-void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
+hak_warm void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
   if (align > HAK_MAX_ALIGN_SEG) {
     void* p = huge_aligned_alloc(size, align);   /* fresh mapping: already zero */
     if (p) hak_segment_of((uint8_t*)p - align)->site = HAK_SITE_NONE;
@@ -289,7 +289,7 @@ void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
  * may be larger: headroom for reuse, which the block does not own). */
 size_t _hak_large_usable(const hak_segment_t* seg) { return hak_large_usable(seg); }
 
-void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
+hak_warm void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   if (seg->used_pages != 1) {
     _hak_double_free(op, p, 0);
     return;

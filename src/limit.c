@@ -39,7 +39,7 @@ static size_t parse_limit(const char* s) {   /* "max" or a byte count */
 
 /* The limit of the group this process is in: cgroup v2's line "0::PATH",
  * else cgroup v1's memory controller line "N:...memory...:PATH". */
-static size_t cgroup_limit(void) {
+hak_warm static size_t cgroup_limit(void) {
   char cg[2048], path[1200], val[64];
   if (!_hak_os_read_small("/proc/self/cgroup", cg, sizeof cg)) return 0;
   for (char* line = cg; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
@@ -69,7 +69,7 @@ static size_t cgroup_limit(void) {
   return 0;
 }
 
-void _hak_limit_init(void) {
+hak_warm void _hak_limit_init(void) {
   size_t opt = (size_t)hak_opt(MEMORY_LIMIT);
   _hak_limit = opt ? opt : cgroup_limit();
 }

@@ -60,7 +60,7 @@ hak_inline void bit_set(uint64_t* m, uint32_t i) { m[i >> 6] |= (uint64_t)1 << (
 hak_inline void bit_clear(uint64_t* m, uint32_t i) { m[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
 static uint32_t bits_count(const uint64_t* m, size_t words) {
   uint32_t n = 0;
-  for (size_t w = 0; w < words; w++) n += (uint32_t)__builtin_popcountll(m[w]);
+  for (size_t w = 0; w < words; w++) n += (uint32_t)hak_popcount64(m[w]);
   return n;
 }
 

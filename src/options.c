@@ -50,7 +50,7 @@ long long _hak_options[HAK_OPT_COUNT] = {
 static bool opt_explicit[HAK_OPT_COUNT];
 static _Atomic(int) opt_done;
 /* PATH values, copied out of environ (a later setenv may replace the entry). */
-static char opt_text_pool[4096];
+hak_bss_apart static char opt_text_pool[4096];
 static const char* opt_text[HAK_OPT_COUNT];
 
 static bool str_ieq(const char* a, const char* b, size_t n) {
@@ -156,7 +156,7 @@ static const char* env_find(const char* name) {
   return NULL;
 }
 
-void _hak_options_init(void) {
+hak_warm void _hak_options_init(void) {
   if (hak_load_acquire(&opt_done)) return;
   if (environ == NULL) return;   /* too early: the constructor calls again */
   long long profile = HAK_PROFILE_BALANCED;

@@ -48,7 +48,7 @@ static bool os_inject_failure(void) {
  * and metadata keep MAP_NORESERVE (bounded, and mostly untouched). */
 __thread bool _hak_os_reserve __attribute__((tls_model("initial-exec")));
 
-void* _hak_os_map(size_t size, void* hint) {
+hak_warm void* _hak_os_map(size_t size, void* hint) {
   os_count(os_mmap_calls, 1);
   if (hak_unlikely(os_inject_failure())) {
     errno = ENOMEM;
@@ -62,7 +62,7 @@ void* _hak_os_map(size_t size, void* hint) {
   return p;
 }
 
-bool _hak_os_unmap(void* p, size_t size) {
+hak_warm bool _hak_os_unmap(void* p, size_t size) {
   if (size == 0) return true;
   os_count(os_munmap_calls, 1);
   if (munmap(p, size) != 0) return false;
@@ -74,7 +74,7 @@ bool _hak_os_unmap(void* p, size_t size) {
 /* An aligned mapping: first try the hint (where the previous aligned mapping
  * ended, so consecutive segments usually line up with one call); otherwise
  * over-map and trim both ends. */
-void* _hak_os_map_aligned(size_t size, size_t align, void* hint) {
+hak_warm void* _hak_os_map_aligned(size_t size, size_t align, void* hint) {
   if (hint != NULL && ((uintptr_t)hint & (align - 1)) == 0) {
     void* p = _hak_os_map(size, hint);
     if (p == NULL) return NULL;
@@ -240,7 +240,7 @@ bool _hak_os_file_id(int fd, bool cloexec, hak_file_id_t* id) {
 
 /* A small file (a /proc or /sys figure) into buf, NUL-terminated.  False
  * when unreadable or empty. */
-bool _hak_os_read_small(const char* path, char* buf, size_t n) {
+hak_warm bool _hak_os_read_small(const char* path, char* buf, size_t n) {
   int fd = _hak_os_open_read(path);
   if (fd < 0) return false;
   ssize_t r = _hak_os_read(fd, buf, n - 1);
@@ -307,7 +307,7 @@ static os_clock_fn os_vdso_clock(void) {
       return (os_clock_fn)(bias + sym[i].st_value);
   return NULL;
 }
-static void os_clock_read(clockid_t id, struct timespec* ts) {
+hak_warm static void os_clock_read(clockid_t id, struct timespec* ts) {
   os_clock_fn f = hak_load_relaxed(&os_clock);
   if (hak_unlikely(f == NULL)) {   /* (two threads may both look: they find the same) */
     f = os_vdso_clock();
@@ -402,7 +402,7 @@ void _hak_os_fork_ready(void) {
   fork_register();
 }
 
-void _hak_os_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void), bool now) {
+hak_warm void _hak_os_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void), bool now) {
   fork_fn[0] = prepare;
   fork_fn[1] = parent;
   fork_fn[2] = child;
@@ -410,7 +410,7 @@ void _hak_os_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*c
   if (now || !__libc_single_threaded) fork_register();
 }
 
-__attribute__((noinline)) int hak_lock(pthread_mutex_t* m) {
+hak_warm __attribute__((noinline)) int hak_lock(pthread_mutex_t* m) {
   hak_fork_ready();
   return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_lock(m);
 }
@@ -418,7 +418,7 @@ __attribute__((noinline)) int hak_trylock(pthread_mutex_t* m) {
   hak_fork_ready();
   return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_trylock(m);
 }
-__attribute__((noinline)) int hak_unlock(pthread_mutex_t* m) {
+hak_warm __attribute__((noinline)) int hak_unlock(pthread_mutex_t* m) {
   return hak_unlikely(_hak_tls_forking) ? 0 : pthread_mutex_unlock(m);
 }
 

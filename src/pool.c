@@ -37,7 +37,7 @@ static bool pool_seg_valid(const hak_segment_t* seg) {
   }
   uint64_t slab_pages = ~seg->free_pages & ~(uint64_t)1 & HAK_SMALL_FREE_PAGES;
   return (seen & ~slab_pages) == 0 && abandoned <= 1 && abandoned == (seg->abandoned ? 1 : 0) &&
-         seg->used_pages == (uint32_t)__builtin_popcountll(slab_pages);
+         seg->used_pages == (uint32_t)hak_popcount64(slab_pages);
 }
 #endif
 
@@ -178,7 +178,7 @@ static bool pool_claim(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n
  * segment of the pool (PAGES_RESIDENT: resident pages; PAGES_ANY: any free
  * run), or from a new segment (PAGES_NEW).  NULL when there is none (or no
  * memory). */
-hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size_t* idx_out, bool* zero) {
+hak_warm hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size_t* idx_out, bool* zero) {
   unsigned npages = _hak_class_pages[cls];
   uint32_t bsize = _hak_class_size[cls];
   /* blocks that span pages go from the top of segments advised for huge
@@ -217,7 +217,7 @@ hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size
 /* The pages of h's empty slab at idx (its descriptors cleared: slab.c) go back
  * to the pool (pool lock).  Returns the segment when it emptied (the caller
  * frees it after unlocking); *gone says h has no slab left in it. */
-static hak_segment_t* pool_give_locked(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n, bool* gone) {
+hak_warm static hak_segment_t* pool_give_locked(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n, bool* gone) {
   uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
   *gone = member_drop(h, seg, idx);
   atomic_fetch_and_explicit(&seg->xremote, ~((uint64_t)1 << idx), memory_order_relaxed);
@@ -259,7 +259,7 @@ static void pool_free_emptied(hak_segment_t* emptied) {
   }
 }
 
-bool _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n) {
+hak_warm bool _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n) {
   bool gone;
   hak_lock(&pool_lock);
   hak_segment_t* empty = pool_give_locked(h, seg, idx, n, &gone);
@@ -295,7 +295,7 @@ size_t _hak_pool_give_taken(hak_heap_t* h, unsigned (*take)(hak_heap_t*, hak_sla
 /* ---------------------------------------------------------------- exited threads */
 /* h's thread exits: its slabs (marked abandoned by heap.c) wait in their
  * segments' abandoned entries for an adopter. */
-void _hak_pool_abandon(hak_heap_t* h) {
+hak_warm void _hak_pool_abandon(hak_heap_t* h) {
   hak_lock(&pool_lock);
   while (h->members != NULL) {
     hak_member_t* m = h->members;
@@ -313,7 +313,7 @@ void _hak_pool_abandon(hak_heap_t* h) {
 
 /* Take the abandoned slabs of one segment, unless no more than `keep`
  * segments wait: they become h's (the caller collects them); their mask. */
-hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* mask) {
+hak_warm hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* mask) {
   if (hak_load_relaxed(&_hak_seg_abandoned) <= keep) return NULL;
   hak_lock(&pool_lock);
   hak_segment_t* seg = hak_load_relaxed(&_hak_seg_abandoned) > keep ? pool_abandoned : NULL;
@@ -339,7 +339,7 @@ hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* mask) {
  * give back the slabs those emptied -- at once when a remote free into an
  * abandoned slab raised the hint (at most once a millisecond), else every
  * half decommit delay.  (Their segments' empty pages age with the pool.) */
-void _hak_pool_abandoned_tick(bool force) {
+hak_warm void _hak_pool_abandoned_tick(bool force) {
   static _Atomic(uint64_t) next_age_ms, next_collect_ms;
   if (hak_load_relaxed(&_hak_seg_abandoned) == 0) return;
   uint64_t now = _hak_clock_ms(), delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
@@ -388,7 +388,7 @@ _Atomic(uint64_t) _hak_stat_pool_surplus;
 static size_t pool_resident_free(void) {
   size_t n = 0;
   for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next)
-    n += (size_t)__builtin_popcountll(seg->free_pages & seg->dirty_pages);
+    n += (size_t)hak_popcount64(seg->free_pages & seg->dirty_pages);
   return n;
 }
 static void pool_trim_surplus(size_t n) {
@@ -429,7 +429,7 @@ static void pool_age_count(void) {
  * background thread drive it): pages empty for the last two snapshots are
  * decommitted (release.c, _hak_segment_age); `force`: every resident free
  * page now (over the lean target, malloc_trim). */
-void _hak_pool_tick(uint64_t now, uint64_t delay, bool force) {
+hak_warm void _hak_pool_tick(uint64_t now, uint64_t delay, bool force) {
   static _Atomic(uint64_t) next_ms;
   if (!force) {
     uint64_t due = hak_load_relaxed(&next_ms);
@@ -461,8 +461,8 @@ void _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident) {
   hak_lock(&pool_lock);
   for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next) {
     ++*segs;
-    *free_pages += (size_t)__builtin_popcountll(seg->free_pages);
-    *resident += (size_t)__builtin_popcountll(seg->free_pages & seg->dirty_pages);
+    *free_pages += (size_t)hak_popcount64(seg->free_pages);
+    *resident += (size_t)hak_popcount64(seg->free_pages & seg->dirty_pages);
   }
   hak_unlock(&pool_lock);
 }

@@ -361,7 +361,7 @@ static void arm(hak_heap_t* h, size_t c) {
 }
 
 /* ---------------------------------------------------------------- recording */
-static char prof_prefix[4096];
+hak_bss_apart static char prof_prefix[4096];
 static _Atomic(int) dump_pending;
 static int dump_locked(const char* path, bool leaks);
 static void dump_next_locked(void);
@@ -509,7 +509,7 @@ void _hak_prof_moved(void* p, void* q, size_t size) {
 /* ---------------------------------------------------------------- writing */
 /* Formatted by hand into a static buffer (under the lock) and written with
  * write(2) (os.c): no stdio, no allocation, callable from a signal handler. */
-static char out_buf[1 << 14];   /* (written out when full: a larger one only costs resident pages at exit) */
+hak_bss_apart static char out_buf[1 << 14];   /* (written out when full: a larger one only costs resident pages at exit) */
 static size_t out_len;
 static int out_fd = -1;
 static bool out_err;
@@ -613,7 +613,7 @@ static int dump_locked(const char* path, bool leaks) {
  * (an earlier image of this process id, before an exec) is not
  * overwritten: the next N is taken. */
 static unsigned dump_seq;
-static char name_buf[4096 + 64];
+hak_bss_apart static char name_buf[4096 + 64];
 static size_t name_base(void) {   /* "PREFIX.PID." into name_buf; its length */
   size_t n = strlen(prof_prefix);
   memcpy(name_buf, prof_prefix, n);
@@ -704,7 +704,7 @@ static void prof_start(void) {
   hak_unlock(&prof_lock);
 }
 
-void _hak_prof_init(void) {
+hak_warm void _hak_prof_init(void) {
   hak_store_relaxed(&prof_rate, (size_t)hak_opt(PROF_RATE));
   if (hak_opt(PROF)) _hak_prof_set_active(true);
 }
@@ -742,7 +742,7 @@ hak_api int hakmem_prof_dump(const char* path) { return _hak_prof_dump(path); }
 
 /* At exit: the last profile and the leak report (the stacks whose sampled
  * blocks are still live). */
-void _hak_prof_at_exit(void) {
+hak_warm void _hak_prof_at_exit(void) {
   if (!hak_load_acquire(&prof_started)) return;
   prof_busy = true;
   hak_lock(&prof_lock);

@@ -6,7 +6,7 @@
 #include "internal.h"
 #include <errno.h>
 
-static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
+hak_warm static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
   if (from == PAGES_NEW) {
     /* compaction first, paced in mesh.c and scavenge.c (one or the other) */
     if (hak_opt(MESH)) _hak_mesh_pass(h, false);
@@ -84,7 +84,7 @@ lend:
   return hak_slab_pop(&h->cls[t->cls], t, t->free, req);
 }
 
-static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req, bool any_class) {
+hak_warm static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req, bool any_class) {
   if (hak_unlikely(h->limit_epoch != hak_load_relaxed(&_hak_limit_epoch))) {
     /* near the memory limit: this heap's empty slabs, the one kept per
      * class included, and the free pages inside its sparse slabs go back
@@ -172,7 +172,7 @@ static size_t aligned_class(size_t size, size_t align) {
   return HAK_NCLASSES;
 }
 
-void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uintptr_t site) {
+hak_warm void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uintptr_t site) {
   if (hak_unlikely(h == &_hak_heap_empty)) {
     h = _hak_thread_init();
     if (h == NULL) {

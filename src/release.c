@@ -24,7 +24,7 @@ static _Atomic(uint64_t) rel_decommit_calls, rel_decommit_bytes, rel_unmapped_bl
  * O(heap) per 1/8 of growth, and a heap that grows after scattered frees
  * is compacted before it has grown by more than that. */
 #define HAK_PACE_GROW_DIV 8
-bool _hak_pace_due(hak_pace_t* p) {
+hak_warm bool _hak_pace_due(hak_pace_t* p) {
   size_t segs = hak_load_relaxed(&_hak_seg_small), last = hak_load_relaxed(&p->segs);
   uint64_t now = _hak_clock_ms(), due = hak_load_relaxed(&p->next_ms);
   uint64_t gap = hak_load_relaxed(&p->gap_ms);
@@ -121,7 +121,7 @@ void _hak_release_large(hak_segment_t* seg) {
 }
 
 /* Reuse a parked segment whose mapping holds `need` bytes (at most twice). */
-hak_segment_t* _hak_batch_take(size_t need) {
+hak_warm hak_segment_t* _hak_batch_take(size_t need) {
   if (hak_load_relaxed(&batch_count) == 0) return NULL;
   hak_segment_t* seg = NULL;
   hak_lock(&batch_lock);
@@ -171,7 +171,7 @@ static void decommit_pages(hak_segment_t* seg, uint64_t pages) {
     uint64_t runmask = len >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << len) - 1);
     left &= ~(runmask << lo);
   }
-  atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(pages) << HAK_PAGE_SHIFT,
+  atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(pages) << HAK_PAGE_SHIFT,
                             memory_order_relaxed);
   seg->dirty_pages &= ~pages;
   seg->dirty_old &= ~pages;
@@ -199,24 +199,24 @@ void _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay) {
 }
 
 /* Slab pages just became free in a small segment (pool lock). */
-void _hak_pages_freed(hak_segment_t* seg, uint64_t mask) {
+hak_warm void _hak_pages_freed(hak_segment_t* seg, uint64_t mask) {
   if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
   if (seg->dirty_pages == 0) seg->dirty_since = _hak_clock_ms();
   uint64_t fresh = mask & ~seg->dirty_pages;
   seg->dirty_pages |= mask;
-  atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(fresh) << HAK_PAGE_SHIFT,
+  atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(fresh) << HAK_PAGE_SHIFT,
                             memory_order_relaxed);
   if (hak_opt(DECOMMIT_DELAY_MS) == 0 || _hak_retained_over_target()) _hak_segment_decommit_free_pages(seg);
 }
 
 /* Slab pages are taken again: they are no longer empty memory. */
-void _hak_pages_reused(hak_segment_t* seg, uint64_t mask) {
+hak_warm void _hak_pages_reused(hak_segment_t* seg, uint64_t mask) {
   uint64_t was = seg->dirty_pages & mask;
   seg->dirty_old &= ~mask;
   seg->dirty_old2 &= ~mask;
   if (was == 0) return;
   seg->dirty_pages &= ~mask;
-  atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(was) << HAK_PAGE_SHIFT,
+  atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(was) << HAK_PAGE_SHIFT,
                             memory_order_relaxed);
 }
 
@@ -224,7 +224,7 @@ void _hak_pages_reused(hak_segment_t* seg, uint64_t mask) {
  * empty for longer than the delay, release cached large blocks past their
  * age, collect exited threads' slabs.  From heaps' release ticks and from
  * the background thread (background.c). */
-void _hak_release_pass(uint64_t now) {
+hak_warm void _hak_release_pass(uint64_t now) {
   uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
   bool force = _hak_retained_over_target();
   _hak_pool_tick(now, delay, force);
@@ -240,7 +240,7 @@ void _hak_release_pass(uint64_t now) {
 }
 
 /* Periodic check from a heap's slow path. */
-void _hak_heap_release_tick(hak_heap_t* h) {
+hak_warm void _hak_heap_release_tick(hak_heap_t* h) {
   if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
   uint64_t now = _hak_clock_ms();
   if (now < h->next_release_ms && !_hak_retained_over_target()) return;

@@ -148,7 +148,7 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
 static size_t drop_clear(hak_segment_t* seg, size_t idx, unsigned npages) {
   size_t pages = 0;
   for (unsigned k = 0; k < npages; k++) {
-    pages += (size_t)__builtin_popcount(seg->drop[idx + k]);
+    pages += (size_t)hak_popcount64(seg->drop[idx + k]);
     __atomic_store_n(&seg->drop[idx + k], 0, __ATOMIC_RELAXED);
   }
   __atomic_store_n(&seg->nphantom[idx], 0, __ATOMIC_RELAXED);
@@ -266,7 +266,7 @@ bool _hak_scavenge_enabled(void) {
 hak_inline bool scavenge_on(const hak_heap_t* h) { return h != &_hak_heap_empty && _hak_scavenge_enabled(); }
 
 /* One pass over the heap's slabs; the pages given back. */
-static size_t scavenge_heap(hak_heap_t* h) {
+hak_warm static size_t scavenge_heap(hak_heap_t* h) {
   atomic_fetch_add_explicit(&_hak_stat_scav_passes, 1, memory_order_relaxed);
   uint64_t map[SCAV_MAX_BLOCKS / 64];
   scav_t sc = {h, map, 0};
@@ -280,7 +280,7 @@ static size_t scavenge_heap(hak_heap_t* h) {
 
 /* Before a heap maps a new segment (paced, process-wide) and in
  * malloc_trim/hak_collect (forced). */
-void _hak_scavenge_pass(hak_heap_t* h, bool forced) {
+hak_warm void _hak_scavenge_pass(hak_heap_t* h, bool forced) {
   static hak_pace_t pace;
   if (!scavenge_on(h) || (!forced && !_hak_pace_due(&pace))) return;
   _hak_pace_found(&pace, scavenge_heap(h) != 0);
@@ -295,7 +295,7 @@ void _hak_scavenge_pass(hak_heap_t* h, bool forced) {
  * sparse slabs pays one walk of its slabs per 10 s.  Pages given back here
  * were free at the pass; one freed a moment earlier may be taken back soon
  * (a fault), at most once per delay. */
-void _hak_scavenge_tick(hak_heap_t* h, uint64_t now, uint64_t delay) {
+hak_warm void _hak_scavenge_tick(hak_heap_t* h, uint64_t now, uint64_t delay) {
   if (now < h->scav_next_ms || !scavenge_on(h)) return;
   uint64_t base = delay > HAK_PACE_AUTO_MS ? delay : HAK_PACE_AUTO_MS;
   if (h->scav_next_ms == 0) {   /* the heap's first tick starts its clock: a short thread never pays a pass */

@@ -77,7 +77,7 @@ __attribute__((target("avx2"))) static uint64_t zero_diff_avx2(const uint8_t* p,
 }
 uint64_t (*_hak_secure_fill_diff_long)(const uint8_t* p, size_t len, uint64_t f) = fill_diff_sse2;
 
-void _hak_secure_init(void) {
+hak_warm void _hak_secure_init(void) {
   __builtin_cpu_init();
   _hak_secure_fill64 = (uint64_t)hak_opt(SECURE_FILL) * 0x0101010101010101ull;
   if (__builtin_cpu_supports("avx2") && hak_opt(SECURE_AVX2))

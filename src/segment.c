@@ -6,7 +6,7 @@
 #include "internal.h"
 #include <errno.h>
 
-_Atomic(uint8_t) _hak_segmap[HAK_SEGMAP_SIZE];
+hak_bss_apart _Atomic(uint8_t) _hak_segmap[HAK_SEGMAP_SIZE];
 _Atomic(size_t) _hak_seg_count, _hak_seg_small, _hak_seg_cached, _hak_seg_abandoned;
 
 static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;   /* the cache */
@@ -19,7 +19,7 @@ void _hak_segmap_set(hak_segment_t* seg, bool on) {
   hak_store_release(&_hak_segmap[i], on ? 1 : 0);
 }
 
-static hak_segment_t* seg_map_new(size_t map_size) {
+hak_warm static hak_segment_t* seg_map_new(size_t map_size) {
   uintptr_t last = hak_load_relaxed(&seg_hint);
   void* hint = NULL;
   if (last > map_size + HAK_SEG_SIZE)
@@ -36,7 +36,7 @@ static hak_segment_t* seg_map_new(size_t map_size) {
   return seg;
 }
 
-hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kind_t kind, size_t thp_hint,
+hak_warm hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kind_t kind, size_t thp_hint,
                                   uint32_t first_bsize) {
   hak_segment_t* seg = NULL;
   if (kind == HAK_SEG_SMALL && hak_load_relaxed(&_hak_seg_cached) > 0) {
@@ -74,7 +74,7 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, hak_seg_kin
  * the empty memory it still held. */
 void _hak_segment_unmap(hak_segment_t* seg) {
   if (seg->dirty_pages)
-    atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(seg->dirty_pages) << HAK_PAGE_SHIFT,
+    atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(seg->dirty_pages) << HAK_PAGE_SHIFT,
                               memory_order_relaxed);
   _hak_segmap_set(seg, false);
   atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
@@ -115,7 +115,7 @@ void _hak_segment_cache_trim(size_t keep) {
 }
 
 /* Decommit the resident empty pages of cached segments empty for delay_ms. */
-void _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms) {
+hak_warm void _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms) {
   if (hak_load_relaxed(&_hak_seg_cached) == 0) return;
   hak_lock(&seg_lock);
   for (hak_segment_t* seg = seg_cache; seg; seg = seg->next)
@@ -139,7 +139,7 @@ void _hak_segments_prewarm(size_t bytes) {
     seg->free_pages = HAK_SMALL_FREE_PAGES;
     seg->dirty_pages = seg->free_pages;
     seg->dirty_since = _hak_clock_ms();
-    atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)__builtin_popcountll(seg->dirty_pages) << HAK_PAGE_SHIFT, memory_order_relaxed);
+    atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(seg->dirty_pages) << HAK_PAGE_SHIFT, memory_order_relaxed);
     seg_cache_push(seg);
   }
 }

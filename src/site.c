@@ -80,7 +80,7 @@ typedef struct hak_site_s {
   uint32_t changes;
 } hak_site_t;
 
-static hak_site_t site_tab[HAK_SITES];
+hak_bss_apart static hak_site_t site_tab[HAK_SITES];
 static _Atomic(uint64_t) site_clock;      /* large operations so far */
 static _Atomic(size_t) site_used;
 

@@ -67,7 +67,7 @@ static void list_push(hak_slab_t** head, hak_slab_t* s) {
 }
 /* The avail list of a class has cur[cls] as head (empty: &_hak_slab_empty)
  * and tail[cls] as its last slab. */
-static void avail_remove(hak_heap_t* h, hak_slab_t* s) {
+hak_warm static void avail_remove(hak_heap_t* h, hak_slab_t* s) {
   hak_slab_t* head = h->cls[s->cls].cur == &_hak_slab_empty ? NULL : h->cls[s->cls].cur;
   if (h->tail[s->cls] == s) h->tail[s->cls] = s->prev;
   list_remove(&head, s);
@@ -111,7 +111,7 @@ static hak_noinline hak_noreturn void slab_list_broken(const hak_slab_t* s) {
  * slab that still has free blocks walks it, to join the two.  (Secure
  * build: a collected block keeps its remote mark, which malloc accepts as
  * free: hak_secure_pop_bad.) */
-static bool slab_collect(hak_slab_t* s) {
+hak_warm static bool slab_collect(hak_slab_t* s) {
   uintptr_t v = hak_load_relaxed(&s->xthread_free);
   if (v == 0 || (v & HAK_XF_NOTIFYING)) return false;
   v = atomic_exchange_explicit(&s->xthread_free, 0, memory_order_acquire);
@@ -242,14 +242,14 @@ static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
  * slow-path work; second, right behind the current slab, it still sent a
  * third of alloc-test's mallocs and frees out of line: random frees over
  * many nearly full slabs left each one block or two by its turn.) */
-static void slab_unfull(hak_heap_t* h, hak_slab_t* s) {
+hak_warm static void slab_unfull(hak_heap_t* h, hak_slab_t* s) {
   list_remove(&h->full, s);
   hak_store_relaxed(&s->xowner, (uintptr_t)h);
   avail_append(h, s);
 }
 /* Pairs with the remote side (push, then read xowner): either the remote
  * free sees FULL and raises the hint, or we see its block here. */
-static void slab_to_full(hak_heap_t* h, hak_slab_t* s) {   /* s on no list */
+hak_warm static void slab_to_full(hak_heap_t* h, hak_slab_t* s) {   /* s on no list */
   slab_set_full(h, s);
   /* a tagged list stays full: its notifier raises the hint (unfulling it
    * would make the refill loop spin on it until the tag clears) */
@@ -288,7 +288,7 @@ static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls)
 
 /* An empty slab's descriptors are cleared before its pages go back to the
  * pool (compaction and scavenging forget it first). */
-void _hak_slab_clear(hak_slab_t* s) {
+hak_warm void _hak_slab_clear(hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
   size_t idx = hak_slab_index(s);
   unsigned n = s->npages;
@@ -323,7 +323,7 @@ static void slab_forget(hak_heap_t* h, hak_slab_t* s) {
     h->prof.narmed--;
   }
 }
-static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
+hak_warm static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
   hak_segment_t* seg = slab_segment(s);
   hak_assert_cmp(hak_load_relaxed(&s->xowner) & ~HAK_OWNER_FLAGS, ==, (uintptr_t)h);   /* only the owner releases */
   hak_assert(hak_segmap_contains(seg));
@@ -339,7 +339,7 @@ static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
  * released, 2 released and it was the heap's last slab in its segment (which
  * may be gone). */
 static bool slab_is_reserve(hak_heap_t* h, hak_slab_t* s) { return h->cls[s->cls].cur == s && s->next == NULL; }
-static int slab_retire(hak_heap_t* h, hak_slab_t* s) {
+hak_warm static int slab_retire(hak_heap_t* h, hak_slab_t* s) {
   if (slab_is_reserve(h, s)) return 0;
   if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
   else avail_remove(h, s);
@@ -348,7 +348,7 @@ static int slab_retire(hak_heap_t* h, hak_slab_t* s) {
 
 /* The last block of a slab came back (a local free).  Out of line: inlined
  * into the free fast path, it made every free save and restore a register. */
-hak_noinline void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
+hak_warm hak_noinline void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
   hak_heap_enter(h);
   if (hak_slab_is_empty(s) && slab_retire(h, s)) _hak_heap_release_tick(h);
   hak_heap_leave(h);
@@ -359,7 +359,7 @@ hak_noinline void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
  * what the heap reused within the last delay or so, not one slab per class
  * it ever used: a thread that moved on to other sizes (a program's phases)
  * kept a slab of every class of every phase, for as long as it lived. */
-void _hak_heap_reserve_tick(hak_heap_t* h) {
+hak_warm void _hak_heap_reserve_tick(hak_heap_t* h) {
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     uint32_t n = (uint32_t)h->cls[c].nmalloc;
     hak_slab_t* s = h->cls[c].cur;

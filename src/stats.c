@@ -136,7 +136,7 @@ hak_api void hak_malloc_stats(void) { hakmem_stats_print(stderr); }
 static int report_fd = -1;
 static hak_file_id_t report_id;
 
-void _hak_stats_init(void) {
+hak_warm void _hak_stats_init(void) {
   if (!hak_opt(STATS) || _hak_option_text(HAK_OPT_STATS_FILE) != NULL || report_fd >= 0) return;
   static const int floor[] = {900, 200, 10};
   int fd = -1;
@@ -222,7 +222,7 @@ static void figure_slab(hak_slab_t* s, void* arg) {
   if (!HAK_SECURE) {
     phantoms = __atomic_load_n(&seg->nphantom[idx], __ATOMIC_RELAXED);
     for (size_t i = 0; i < npages && idx + i < HAK_PAGES_PER_SEG; i++)
-      dropped += (size_t)__builtin_popcount(__atomic_load_n(&seg->drop[idx + i], __ATOMIC_RELAXED));
+      dropped += (size_t)hak_popcount64(__atomic_load_n(&seg->drop[idx + i], __ATOMIC_RELAXED));
   }
   hak_class_figures_t* c = &f->cls[cls];
   c->live_blocks += live;
@@ -275,7 +275,7 @@ void _hak_figures(hak_figures_t* f) {
    * batch, secure quarantine), and live large blocks' headroom */
   size_t large_used = f->large_allocated + f->large_live * HAK_LARGE_HDR;
   f->retained = (f->pool_free_pages << HAK_PAGE_SHIFT) +
-                f->cached_segments * ((size_t)__builtin_popcountll(HAK_SMALL_FREE_PAGES) << HAK_PAGE_SHIFT) +
+                f->cached_segments * ((size_t)hak_popcount64(HAK_SMALL_FREE_PAGES) << HAK_PAGE_SHIFT) +
                 (slab_bytes - f->small_active) + f->bigcache_mapped + f->batch_mapped + f->quarantine_mapped +
                 (f->large_mapped > large_used ? f->large_mapped - large_used : 0);
   f->retained_resident = hak_load_relaxed(&_hak_retained_bytes) + f->bigcache_resident + f->quarantine_mapped;

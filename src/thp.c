@@ -44,7 +44,7 @@ static int thp_sys_always = -1;   /* the kernel's mode is "always": 1, else 0; -
 
 /* Read /sys/kernel/mm/transparent_hugepage/enabled once (open/read: no
  * allocation).  Unreadable: assume "madvise", where advice is what counts. */
-static bool thp_system_always(void) {
+hak_warm static bool thp_system_always(void) {
   int v = __atomic_load_n(&thp_sys_always, __ATOMIC_RELAXED);
   if (v >= 0) return v;
   v = 0;
@@ -128,14 +128,14 @@ void _hak_thp_sample(double touched) {
  * 4 MiB of huge pages, its last one mostly past the block's end, and 64
  * threads' such blocks put core_threads_churn over its RSS bound in CI.
  * Growth then moves or extends the mapping with mremap (no copy). */
-bool _hak_thp_exact(size_t end) { return thp_mode() == HAK_THP_AUTO && end >= THP_PAGE && thp_large_dense(); }
+hak_warm bool _hak_thp_exact(size_t end) { return thp_mode() == HAK_THP_AUTO && end >= THP_PAGE && thp_large_dense(); }
 
 /* A fresh mapping, before anything touches it (a touch would map the 2 MiB
  * range around it in 4 KiB pages for good).  Small segment: `hint` is the
  * bytes of segments the taking heap already holds; large: the block is
  * [seg + off, seg + off + hint) when large.c chose to advise it, hint 0 when
  * not. */
-void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint,
+hak_warm void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint,
                     uint32_t first_bsize) {
   long long mode = thp_mode();
   uint8_t halves = 0;
@@ -200,7 +200,7 @@ void _hak_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n) {
  * first slab holds blocks of at most a page: blocks that span pages (medium
  * classes) often leave pages of their ends untouched (a 20 KiB request in a
  * 24 KiB block), which a huge page would commit (fragment: 26 MB of 280). */
-void _hak_thp_slab(hak_segment_t* seg, size_t idx, unsigned n, uint32_t bsize) {
+hak_warm void _hak_thp_slab(hak_segment_t* seg, size_t idx, unsigned n, uint32_t bsize) {
   if ((seg->thp & HAK_THP_FIRST_OPEN) && idx < HAK_PAGES_PER_SEG / 2 && bsize <= HAK_OS_PAGE) {
     seg->thp &= (uint8_t)~HAK_THP_FIRST_OPEN;
     thp_advise(seg, THP_HALF, true);
