@@ -287,10 +287,10 @@ hak_inline void* memalign_impl(size_t align, size_t n) {
   if (align & (align - 1)) align = (size_t)1 << (64 - __builtin_clzl(align));
   return aligned_impl(align, n);
 }
-hak_api void* hak_memalign(size_t align, size_t n) { return memalign_impl(align, n); }
-hak_api void* hak_aligned_alloc(size_t align, size_t n) { return memalign_impl(align, n); }
+hak_warm hak_api void* hak_memalign(size_t align, size_t n) { return memalign_impl(align, n); }
+hak_warm hak_api void* hak_aligned_alloc(size_t align, size_t n) { return memalign_impl(align, n); }
 
-hak_api int hak_posix_memalign(void** out, size_t align, size_t n) {
+hak_warm hak_api int hak_posix_memalign(void** out, size_t align, size_t n) {
   if (align == 0 || (align & (align - 1)) || (align % sizeof(void*)) != 0) return EINVAL;
   int saved = errno;
   void* p = aligned_impl(align, n);
@@ -315,7 +315,7 @@ hak_api void* hak_pvalloc(size_t n) {
   return aligned_impl(ps, r ? r : ps);
 }
 
-hak_api size_t hak_malloc_usable_size(const void* p) {
+hak_warm hak_api size_t hak_malloc_usable_size(const void* p) {
   size_t n = small_usable(p);
   return hak_likely(n != 0) ? n : _hak_usable_size(p, "malloc_usable_size");
 }

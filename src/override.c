@@ -104,8 +104,8 @@ static hak_noinline void* cxx_new_fail(size_t n, size_t align, bool nothrow) {
   ARRAY_MARK(p);                                             \
   return p;
 
-hak_api void* _Znwm(size_t n) { NEW_BODY(n, 0, false) }
-hak_api void* _Znam(size_t n) { ARRAY_NEW_BODY(n, 0, false) }
+hak_warm hak_api void* _Znwm(size_t n) { NEW_BODY(n, 0, false) }
+hak_warm hak_api void* _Znam(size_t n) { ARRAY_NEW_BODY(n, 0, false) }
 hak_api void* _ZnwmRKSt9nothrow_t(size_t n, const void* nt) { (void)nt; NEW_BODY(n, 0, true) }
 hak_api void* _ZnamRKSt9nothrow_t(size_t n, const void* nt) { (void)nt; ARRAY_NEW_BODY(n, 0, true) }
 hak_api void* _ZnwmSt11align_val_t(size_t n, size_t al) { NEW_BODY(n, al, false) }
@@ -115,13 +115,13 @@ hak_api void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void
 
 void _ZdlPv(void* p) HAK_ALIAS(hak_free);
 /* sized delete: the size is checked against the block (sized_check) */
-hak_api void _ZdlPvm(void* p, size_t n) {
+hak_warm hak_api void _ZdlPvm(void* p, size_t n) {
   sized_check(p, n, true, "operator delete");
   hak_free_inline(p, "operator delete");
 }
 #if HAK_SECURE
-hak_api void _ZdaPv(void* p) { ARRAY_FREE(p); }
-hak_api void _ZdaPvm(void* p, size_t n) {
+hak_warm hak_api void _ZdaPv(void* p) { ARRAY_FREE(p); }
+hak_warm hak_api void _ZdaPvm(void* p, size_t n) {
   _hak_secure_delete_array(p, "operator delete[]");
   sized_check(p, n, true, "operator delete[]");
   hak_free_inline(p, "operator delete[]");
