@@ -385,15 +385,7 @@ hak_warm void _hak_pool_abandoned_tick(bool force) {
  * newest first).  The count is release.c's (_hak_retained_bytes), whose part
  * outside the pool (cached segments) is left out.  (pool lock) */
 _Atomic(uint64_t) _hak_stat_pool_surplus;
-static size_t pool_resident_free(void) {
-  size_t n = 0;
-  for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next)
-    n += (size_t)hak_popcount64(seg->free_pages & seg->dirty_pages);
-  return n;
-}
-static void pool_trim_surplus(size_t n) {
-  hak_segment_t* tail = pool_avail;
-  while (tail != NULL && tail->next != NULL) tail = tail->next;
+static void pool_trim_surplus(size_t n, hak_segment_t* tail) {
   for (hak_segment_t* seg = tail; seg != NULL && n != 0; seg = seg->prev) {
     /* (not in a half backed by huge pages: one page would split it) */
     uint64_t pages = seg->free_pages & seg->dirty_pages, take = 0;
@@ -407,8 +399,9 @@ static void pool_trim_surplus(size_t n) {
     _hak_segment_decommit(seg, take);
   }
 }
-static void pool_age_count(void) {
-  size_t now_free = pool_resident_free();
+/* now_free: the pool's resident free pages; tail: its last segment (both
+ * from the tick's walk). */
+static void pool_age_count(size_t now_free, hak_segment_t* tail) {
   size_t retained = hak_load_relaxed(&_hak_retained_bytes) >> HAK_PAGE_SHIFT;
   size_t other = retained > now_free ? retained - now_free : 0;
   size_t low = (pool_low[0] < pool_low[1] ? pool_low[0] : pool_low[1]);
@@ -416,7 +409,7 @@ static void pool_age_count(void) {
   size_t surplus = low > other ? low - other : 0;
   if (surplus > now_free) surplus = now_free;
   if (surplus != 0) {
-    pool_trim_surplus(surplus);
+    pool_trim_surplus(surplus, tail);
     atomic_fetch_add_explicit(&_hak_stat_pool_surplus, surplus, memory_order_relaxed);
   }
   /* the pages gone now leave both windows' counts */
@@ -438,11 +431,14 @@ hak_warm void _hak_pool_tick(uint64_t now, uint64_t delay, bool force) {
     if (now < due || !atomic_compare_exchange_strong(&next_ms, &due, now + (delay / 4 > 1 ? delay / 4 : 1))) return;
   }
   hak_lock(&pool_lock);
-  for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next) {
+  size_t now_free = 0;
+  hak_segment_t* tail = NULL;
+  for (hak_segment_t* seg = pool_avail; seg != NULL; tail = seg, seg = seg->next) {
     if (force) _hak_segment_decommit_free_pages(seg);
     else if (seg->dirty_pages | seg->dirty_old | seg->dirty_old2) _hak_segment_age(seg, now, delay);
+    now_free += (size_t)hak_popcount64(seg->free_pages & seg->dirty_pages);
   }
-  if (!force) pool_age_count();
+  if (!force) pool_age_count(now_free, tail);
   hak_unlock(&pool_lock);
 }
 
