@@ -80,6 +80,8 @@ typedef enum {
     "secure build: carve new blocks in random order (0 = in address order: faster where a program walks its objects)") \
   X(SECURE_AVX2,  "HAKMEM_SECURE_AVX2",  BOOL, 1, 1, 1, 0, 1, \
     "secure build: check freed blocks' fill with AVX2 where the CPU has it (0 = 16-byte vectors)") \
+  X(SECURE_ARRAY_PAIRS, "HAKMEM_SECURE_ARRAY_PAIRS", BOOL, 1, 1, 1, 0, 1, \
+    "secure build: new[] and delete[] must pair (0 = a block from new[] may be freed by delete or free, and delete[] frees any block)") \
   X(PROF,         "HAKMEM_PROF",         BOOL, 0, 0, 0, 0, 1, \
     "sampled heap profiling: call stacks of live and allocated bytes, written in gperftools' format (docs/PROFILING.md)") \
   X(PROF_RATE,    "HAKMEM_PROF_RATE",    SIZE, 512 << 10, 512 << 10, 512 << 10, 1, (long long)1 << 40, \

@@ -32,6 +32,7 @@
 uint64_t _hak_secure_fill64;           /* the fill byte, 8 times (HAKMEM_SECURE_FILL) */
 size_t _hak_secure_guard_min = SIZE_MAX;   /* HAKMEM_SECURE_GUARD_MEDIUM, 0 = SIZE_MAX */
 static bool shuffle_off;                   /* HAKMEM_SECURE_SHUFFLE=0 (_hak_secure_shuffle) */
+static bool array_pairs_off;              /* HAKMEM_SECURE_ARRAY_PAIRS=0 (_hak_secure_new_array) */
 
 /* hak_sec_fill_diff (secure.h) of more than 64 bytes: the bits by which
  * len bytes at p differ from the fill f, ORed together.  A block leaving
@@ -83,6 +84,7 @@ hak_warm void _hak_secure_init(void) {
   if (__builtin_cpu_supports("avx2") && hak_opt(SECURE_AVX2))
     _hak_secure_fill_diff_long = _hak_secure_fill64 == 0 ? zero_diff_avx2 : fill_diff_avx2;
   shuffle_off = !hak_opt(SECURE_SHUFFLE);
+  array_pairs_off = !hak_opt(SECURE_ARRAY_PAIRS);
   if (hak_opt(SECURE_GUARD_MEDIUM) > 0) _hak_secure_guard_min = (size_t)hak_opt(SECURE_GUARD_MEDIUM);
 }
 
@@ -294,8 +296,13 @@ static uint64_t* live_trailer(void* p, uint32_t* bsize) {
   return trailer(s, p);
 }
 
+/* With HAKMEM_SECURE_ARRAY_PAIRS=0 no block is marked, so neither free
+ * nor delete[] finds a mismatch: for programs that delete a new char[] with
+ * plain delete (mimalloc-bench's cache-scratch does), a mistake with no
+ * effect where the elements have no destructor; with one, the pointer freed
+ * is not the block's start and free reports that instead. */
 void _hak_secure_new_array(void* p) {
-  if (p == NULL || !hak_segmap_contains(p)) return;
+  if (p == NULL || array_pairs_off || !hak_segmap_contains(p)) return;
   hak_segment_t* seg = hak_segment_of(p);
   uint32_t bsize;
   uint64_t* t;
@@ -304,7 +311,7 @@ void _hak_secure_new_array(void* p) {
 }
 
 void _hak_secure_delete_array(void* p, const char* op) {
-  if (p == NULL || !hak_segmap_contains(p)) return;
+  if (p == NULL || array_pairs_off || !hak_segmap_contains(p)) return;
   hak_segment_t* seg = hak_segment_of(p);
   uint32_t bsize;
   uint64_t* t;
