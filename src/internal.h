@@ -768,6 +768,7 @@ bool _hak_os_clock_is_vdso(void);   /* the clocks read the vDSO's entry, not lib
 /* thp.c */
 void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t kind, size_t off, size_t hint, uint32_t first_bsize);
 bool _hak_thp_exact(size_t end);
+void _hak_thp_held(hak_segment_t* seg, size_t end);
 bool _hak_thp_wants_sample(const hak_segment_t* seg);
 void _hak_thp_sample(double touched);
 #define HAK_THP_SECOND_OPEN 4   /* seg->thp: the second half's advice waits for its first slab */

@@ -189,6 +189,7 @@ hak_warm void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t 
   hak_segment_t* seg = NULL;
   if (HAK_SECURE && off == HAK_LARGE_HDR) {
     seg = _hak_secure_large_take(need);
+    if (seg != NULL) _hak_thp_held(seg, off + size);
   } else if (off == HAK_LARGE_HDR) {
     /* a site whose blocks grow by realloc: first a cached block that
      * covers what this one will grow to */

@@ -76,7 +76,7 @@ $(foreach v,release,$(eval $(call ht_c_prog,test-borrow,$(v))))
 $(foreach v,release,$(eval $(call ht_c_prog,test-lists,$(v))))
 $(foreach v,release,$(eval $(call ht_c_prog,test-policy,$(v))))
 $(foreach v,release,$(eval $(call ht_c_prog,test-scavenge,$(v))))
-$(foreach v,release,$(eval $(call ht_c_prog,test-thp,$(v))))
+$(foreach v,release glibc,$(eval $(call ht_c_prog,test-thp,$(v))))
 # call sites are return addresses: no inlining or tail call may merge them
 HT_X_test-sites := -O1 -fno-omit-frame-pointer
 HT_X_test-sites-tsan := -DSITE_TSAN
