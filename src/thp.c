@@ -135,8 +135,8 @@ hak_warm bool _hak_thp_exact(size_t end) { return thp_mode() == HAK_THP_AUTO && 
  * 1 MiB its pages were dropped at free, so the block faults them in again).
  * It is advised now if a fresh mapping would be, else every reuse of a
  * mapping made before the evidence came faults in 4 KiB pages: malloc-large
- * (blocks of 5-25 MiB) took 13.7 s under the secure build against 9.2 s when
- * every large block was advised.  A mapping left unadvised (a probe) is
+ * (blocks of 5-25 MiB) took 13.7 s under the secure build without this and
+ * 10.5 s with it (medians of 3).  A mapping left unadvised (a probe) is
  * sampled at its free and may be advised at its next reuse. */
 void _hak_thp_held(hak_segment_t* seg, size_t end) {
   if (seg->thp || !_hak_thp_exact(end)) return;
