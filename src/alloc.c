@@ -2,80 +2,17 @@
  * the calls built on them.  A fast path touches only the thread's heap and
  * the block's slab; every miss goes to the out-of-line paths in refill.c and free.c. */
 #include "internal.h"
+#include "slab.h"
+#include "alloc.h"
 #include <errno.h>
 #include <unistd.h>
 
-/* ---------------------------------------------------------------- fast paths */
-hak_inline void* hak_malloc_inline(size_t n) {
-  hak_heap_t* h = hak_heap_get();
-  size_t need = n + HAK_TRAILER;
-  hak_heap_cls_t* e;
-  /* secure: the block freed last is still fill (a miss is reported by a
-   * tail call: no frame on the fast path for it) */
-  if (HAK_SECURE && hak_unlikely(hak_secure_malloc_bad())) return _hak_secure_last_failed();
-  /* secure: malloc(0) gets an inaccessible block (zeroblock.c) */
-  if (HAK_SECURE && hak_unlikely(n == 0)) return _hak_zero_alloc();
-  if (hak_likely(n <= HAK_SMALL_FAST_MAX - HAK_TRAILER)) e = h->direct[(need + 15) >> 4];
-  /* secure, HAKMEM_SECURE_GUARD_MEDIUM: blocks from that size up take the
-   * generic path, which maps them like large blocks (ending at a guard page) */
-  else if (need <= HAK_MEDIUM_MAX && need > n && (!HAK_SECURE || n < _hak_secure_guard_min)) e = &h->cls[hak_class_of(need)];
-  else return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
-  hak_slab_t* s = e->cur;
-  hak_block_t* b = s->free;
-  if (hak_likely(b != NULL)) return hak_slab_pop(e, s, b, n);
-  return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
-}
-
-/* The descriptor of p's page (p in the segment map): segment base + slabs
- * offset + page index * 64, in one and-shift-or chain (the page index sits in
- * bits 16..21 of p).  A large segment's header covers these descriptors and
- * leaves them HAK_OWNER_UNUSED. */
-hak_inline hak_slab_t* page_slab(const void* p) {
-  _Static_assert(sizeof(hak_slab_t) == 64 && HAK_PAGE_SHIFT == 16, "descriptor arithmetic");
-  return (hak_slab_t*)((((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK) + offsetof(hak_segment_t, slabs)) +
-                       (((uintptr_t)p >> (HAK_PAGE_SHIFT - 6)) & ((HAK_PAGES_PER_SEG - 1) << 6)));
-}
-
-/* One test for the common case: the block's slab is owned by this thread's
- * heap and not full.  The block must also be an already carved block start
- * (one multiply and compare) and not carry the free cookie (secure build: its
- * trailer must say it comes from the quarantine, secure.h). */
-hak_inline void hak_free_block(void* p, const char* op) {
-  if (hak_likely(hak_segmap_contains(p))) {
-    hak_heap_t* h = hak_heap_get();
-    hak_slab_t* s = page_slab(p);
-    uintptr_t xo = hak_load_relaxed(&s->xowner);
-    if (hak_likely(xo == (uintptr_t)h)) {
-      hak_block_t* b = (hak_block_t*)p;
-      uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
-      if (hak_likely(hak_is_carved_block(s, off, s->carved) &&
-                     (HAK_SECURE ? hak_secure_free_ok(s, b) : b->cookie != hak_cookie()))) {
-        if (HAK_SECURE) hak_secure_free_fill(s, b);
-        hak_block_set_next(b, s->free);
-        if (!HAK_SECURE) b->cookie = hak_cookie();
-        s->free = b;
-        if (hak_likely(hak_used_add(s, -1) != 0)) return;
-        _hak_slab_emptied(h, s);
-        return;
-      }
-    } else if (xo == ((uintptr_t)h | HAK_OWNER_FULL)) {
-      /* our own full slab, or another thread's (or an exited thread's)
-       * slab: out of line, but without the generic path's lookups */
-      _hak_free_to_full(h, s, p, op);
-      return;
-    } else if (xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL) {
-      _hak_free_remote(s, p, op);
-      return;
-    }
-  }
-  _hak_free_generic(p, op);
-}
 #if HAK_SECURE
 /* The secure build's free, out of line: one lookup of a small block's slab
  * (the head slab of a multi-page one) for the checks and fill of the
  * quarantine's entry, then the ordinary free of the block that leaves the
  * quarantine (its slab's owner may have changed since: a thread exited). */
-static void secure_free(void* p, const char* op) {
+void _hak_free_secure(void* p, const char* op) {
   if (hak_likely(hak_segmap_contains(p)) && hak_segment_of(p)->kind == HAK_SEG_SMALL) {
     uintptr_t xo;
     hak_slab_t* s = hak_slab_of(hak_segment_of(p), p, &xo);
@@ -89,34 +26,19 @@ static void secure_free(void* p, const char* op) {
   hak_free_block(p, op);   /* large and zero-size blocks; what is no block start, reported */
 }
 
-/* A block the quarantine lets go beyond the one secure_free frees. */
-void _hak_secure_release(void* b, const char* op) { hak_free_block(b, op); }
-
 /* Free every block this thread's quarantine holds (thread exit, collect). */
 void _hak_secure_flush(bool dying) {
   void* b;
   while ((b = _hak_secure_quarantine_pop(dying)) != NULL) hak_free_block(b, "free");
 }
-#else
-hak_inline void secure_free(void* p, const char* op) { (void)p, (void)op; }
 #endif
-
-/* free: the secure build checks and quarantines a small block, and frees
- * the block that leaves the quarantine (quarantine.c). */
-hak_inline void hak_free_inline(void* p, const char* op) {
-  if (HAK_SECURE) {
-    secure_free(p, op);
-    return;
-  }
-  hak_free_block(p, op);
-}
 
 /* The common case as cheap as free's: a live block in its slab's first page,
  * with the same checks (carved block start, no free cookie); everything else,
  * and the secure build (its trailer holds the requested size), out of line. */
 hak_inline size_t small_usable(const void* p) {   /* 0: not the common case */
   if (!HAK_SECURE && hak_likely(hak_segmap_contains(p))) {
-    const hak_slab_t* s = page_slab(p);
+    const hak_slab_t* s = hak_page_slab(p);
     uintptr_t xo = hak_load_relaxed(&s->xowner);
     uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
     if (hak_likely(xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL &&
@@ -136,53 +58,13 @@ hak_warm hak_api void hak_free(void* p) { hak_free_inline(p, "free"); }
  * legitimate size there).  `exact` is for C++ sized delete, whose memory
  * comes from plain operator new; C's free_sized is only checked from above,
  * since programs also hand it memory from the aligned calls. */
-#if HAK_SECURE
-/* The request of a live small block of the secure build (its trailer). */
-static bool secure_request(hak_segment_t* seg, const void* p, size_t* req) {
-  if (seg->kind != HAK_SEG_SMALL) return false;
-  uintptr_t xo;
-  hak_slab_t* s = hak_slab_of(seg, p, &xo);
-  if (s == NULL || !hak_slab_carved(s, p)) return false;
-  return _hak_secure_state(s, p, req) == HAK_SEC_LIVE;
-}
-#else
-hak_inline bool secure_request(hak_segment_t* seg, const void* p, size_t* req) { (void)seg, (void)p, (void)req; return false; }
-#endif
-hak_inline void sized_check(const void* p, size_t n, bool exact, const char* op) {
-  if (p == NULL || !hak_segmap_contains(p)) return;
-  hak_segment_t* seg = hak_segment_of(p);
-  size_t usable;
-  if (seg->kind == HAK_SEG_LARGE) {
-    if ((const uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1) return;   /* free reports */
-    usable = _hak_large_usable(seg);
-    /* a heap-profile sample of a small request (prof.c): a C++ sized delete
-     * names a size of its class (large_size), not of its page */
-    if (exact && seg->prof && seg->large_size <= HAK_MEDIUM_MAX) usable = seg->large_size;
-  } else {
-    uintptr_t xo;
-    hak_slab_t* s = hak_slab_of(seg, p, &xo);
-    if (s == NULL) return;   /* free reports */
-    usable = s->bsize - HAK_TRAILER;
-  }
-  if (HAK_SECURE && exact) {
-    /* secure: the block knows its request (the trailer, the large header):
-     * a C++ sized delete must name exactly that */
-    size_t req = usable;
-    if (seg->kind == HAK_SEG_LARGE) req = seg->large_size;
-    else if (!secure_request(seg, p, &req)) return;   /* not a live block: free reports */
-    if (n != req) _hak_size_mismatch(op, p, n, req);
-    return;
-  }
-  if (n > usable || (exact && usable > 32 && n < usable / 2 - 16))
-    _hak_size_mismatch(op, p, n, usable);
-}
 hak_api void hak_free_sized(void* p, size_t n) {
-  sized_check(p, n, false, "free_sized");
+  hak_sized_check(p, n, false, "free_sized");
   hak_free_inline(p, "free_sized");
 }
 hak_api void hak_free_aligned_sized(void* p, size_t align, size_t n) {
   (void)align;
-  sized_check(p, n, false, "free_aligned_sized");
+  hak_sized_check(p, n, false, "free_aligned_sized");
   hak_free_inline(p, "free_aligned_sized");
 }
 
@@ -206,15 +88,6 @@ hak_warm hak_api void* hak_calloc(size_t count, size_t size) {
   void* p = hak_malloc_inline(total);
   if (hak_likely(p != NULL)) memset(p, 0, total);
   return p;
-}
-
-hak_inline void* aligned_impl(size_t align, size_t n) {
-  if (align <= 16) return hak_malloc_inline(n);
-  if (n > HAK_MAX_SIZE) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  return _hak_malloc_generic(hak_heap_get(), n, align, (uintptr_t)__builtin_return_address(0));
 }
 
 /* The block moves: a new one, the bytes both hold, the old one freed (the
@@ -243,7 +116,7 @@ hak_warm static hak_noinline void* realloc_slow(void* p, size_t n) {
   if (hak_segmap_contains(p)) {
     hak_segment_t* seg = hak_segment_of(p);
     if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1) {
-      size_t usable = _hak_large_usable(seg);
+      size_t usable = hak_large_usable(seg);
       void* q = _hak_large_realloc(seg, p, n);   /* NULL: it moves by copy, here */
       return q != NULL ? q : realloc_move(p, n, usable);
     }
@@ -277,23 +150,13 @@ hak_api void* hak_reallocarray(void* p, size_t count, size_t size) {
   return hak_realloc(p, total);
 }
 
-/* glibc 2.36 memalign semantics: alignment rounded up to a power of two,
- * EINVAL only when no such power exists. */
-hak_inline void* memalign_impl(size_t align, size_t n) {
-  if (align > SIZE_MAX / 2 + 1) {
-    errno = EINVAL;
-    return NULL;
-  }
-  if (align & (align - 1)) align = (size_t)1 << (64 - __builtin_clzl(align));
-  return aligned_impl(align, n);
-}
-hak_warm hak_api void* hak_memalign(size_t align, size_t n) { return memalign_impl(align, n); }
-hak_warm hak_api void* hak_aligned_alloc(size_t align, size_t n) { return memalign_impl(align, n); }
+hak_warm hak_api void* hak_memalign(size_t align, size_t n) { return hak_memalign_inline(align, n); }
+hak_warm hak_api void* hak_aligned_alloc(size_t align, size_t n) { return hak_memalign_inline(align, n); }
 
 hak_warm hak_api int hak_posix_memalign(void** out, size_t align, size_t n) {
   if (align == 0 || (align & (align - 1)) || (align % sizeof(void*)) != 0) return EINVAL;
   int saved = errno;
-  void* p = aligned_impl(align, n);
+  void* p = hak_aligned_inline(align, n);
   if (p == NULL) {
     errno = saved;
     return ENOMEM;
@@ -302,7 +165,7 @@ hak_warm hak_api int hak_posix_memalign(void** out, size_t align, size_t n) {
   return 0;
 }
 
-hak_api void* hak_valloc(size_t n) { return aligned_impl(_hak_os_page_size(), n); }
+hak_api void* hak_valloc(size_t n) { return hak_aligned_inline(_hak_os_page_size(), n); }
 
 hak_api void* hak_pvalloc(size_t n) {
   size_t ps = _hak_os_page_size();
@@ -312,7 +175,7 @@ hak_api void* hak_pvalloc(size_t n) {
     return NULL;
   }
   r &= ~(ps - 1);
-  return aligned_impl(ps, r ? r : ps);
+  return hak_aligned_inline(ps, r ? r : ps);
 }
 
 hak_warm hak_api size_t hak_malloc_usable_size(const void* p) {

@@ -1,17 +1,52 @@
-/* The background clock: a thread that gives empty memory back while the
- * program is idle.  The page clock otherwise ticks only on heaps' slow
- * paths, so a program that frees a burst and then waits (a server between
- * requests, a batch job between phases) kept the burst's pages until its
- * next allocation.  Started on the first release tick that finds empty
- * memory (HAKMEM_BACKGROUND; never in a program that stays small), it
- * wakes every half decommit delay and runs the same passes as a heap's
- * release tick: pool pages, cached segments, the BigCache, exited threads'
- * slabs.  It never allocates and takes every signal blocked.  A fork child
- * does not start one (creating a thread there is not safe before exec in a
- * multi-threaded parent): its clock ticks on its slow paths. */
+/* The release clock: its passes over the tiers (decommit what stayed empty
+ * past the delay, age the BigCache, collect exited threads' slabs, look at
+ * idle heaps) and a heap's own tick, which the heap's slow paths drive, so
+ * that no timer thread is needed while the program allocates.
+ *
+ * And the background thread, for the program that frees a burst and then
+ * waits (a server between requests, a batch job between phases): it kept
+ * the burst's pages until its next allocation.  Started on the first
+ * release tick that finds empty memory (HAKMEM_BACKGROUND; never in a
+ * program that stays small), it wakes every half decommit delay and runs
+ * the same passes.  It never allocates and takes every signal blocked.  A
+ * fork child does not start one (creating a thread there is not safe before
+ * exec in a multi-threaded parent): its clock ticks on its slow paths. */
 #include "internal.h"
 #include <signal.h>
 #include <time.h>
+
+/* The process-wide passes of the release clock: decommit what has been
+ * empty for longer than the delay, release cached large blocks past their
+ * age, collect exited threads' slabs.  From heaps' release ticks and from
+ * the background thread (bg_main). */
+hak_warm void _hak_release_pass(uint64_t now) {
+  uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
+  bool force = _hak_retained_over_target();
+  _hak_pool_tick(now, delay, force);
+  _hak_segment_cache_decommit(force ? 0 : delay, now);
+  /* a cached large block is empty memory too: it leaves the cache (its
+   * pages decommitted, its mapping parked) after the decommit delay, or
+   * after its own age limit when that is shorter */
+  uint64_t age = (uint64_t)hak_opt(BIGCACHE_AGE_MS);
+  if (delay != 0 && (age == 0 || delay < age)) age = delay;
+  if (age) _hak_bigcache_expire(age);
+  _hak_pool_abandoned_tick(false);
+  _hak_heaps_idle_tick(now, delay);
+}
+
+/* Periodic check from a heap's slow path. */
+hak_warm void _hak_heap_release_tick(hak_heap_t* h) {
+  if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
+  uint64_t now = _hak_clock_ms();
+  if (now < h->next_release_ms && !_hak_retained_over_target()) return;
+  uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
+  h->next_release_ms = now + (delay / 2 > 1 ? delay / 2 : 1);   /* a page goes after 1..2 ticks */
+  _hak_release_pass(now);
+  _hak_heap_reserve_tick(h);
+  _hak_scavenge_tick(h, now, delay);
+  _hak_background_wake();
+}
+
 
 static _Atomic(int) bg_state;   /* 0: not started, 1: starting or running, 2: never (fork child) */
 

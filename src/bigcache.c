@@ -57,7 +57,6 @@ hak_warm size_t _hak_bigcache_map_size(size_t need) {
 
 static uint64_t max_bytes(void) { return (uint64_t)hak_opt(BIGCACHE_MAX_MB) << 20; }
 
-static size_t resident(const hak_segment_t* seg) { return hak_large_resident(seg); }
 
 /* The non-empty classes among lo..hi (lock held). */
 static uint64_t classes_in(size_t lo, size_t hi) {
@@ -74,7 +73,7 @@ static hak_segment_t* bc_remove_locked(size_t c, size_t i) {
   memmove(&bc_ring[c][i], &bc_ring[c][i + 1], sizeof(bc_entry_t) * (size_t)(bc_count[c] - i - 1));
   if (--bc_count[c] == 0) bc_nonempty &= ~((uint64_t)1 << c);
   bc_total_entries--;
-  atomic_fetch_sub_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
+  atomic_fetch_sub_explicit(&bc_bytes, hak_large_resident(seg), memory_order_relaxed);
   atomic_fetch_sub_explicit(&bc_mapped, seg->map_size, memory_order_relaxed);
   return seg;
 }
@@ -138,7 +137,7 @@ hak_warm hak_segment_t* _hak_bigcache_take(size_t need) {
 static _Atomic(size_t) bc_pinned;
 
 static size_t excess(const hak_segment_t* seg, size_t extent) {
-  size_t r = resident(seg);
+  size_t r = hak_large_resident(seg);
   return r > extent ? r - extent : 0;
 }
 
@@ -212,7 +211,7 @@ static void bc_evict_oldest_locked(hak_segment_t** out, size_t* nout, size_t cap
  * (one munmap; a cache that holds a block or two never gets there, so the
  * steady reuse of one size stays without OS calls). */
 static void bc_trim_tail(hak_segment_t* seg) {
-  size_t keep = resident(seg);
+  size_t keep = hak_large_resident(seg);
   if (seg->pieced || seg->huge_aligned || seg->guard_off || keep >= seg->map_size) return;
   if (hak_load_relaxed(&bc_mapped) + seg->map_size <= hak_load_relaxed(&bc_bytes) + keep + BC_VA_SLACK) return;
   _hak_os_unmap((uint8_t*)seg + keep, seg->map_size - keep);
@@ -223,7 +222,7 @@ static void bc_trim_tail(hak_segment_t* seg) {
  * releases it).  Blocks pushed out go to the release batch. */
 hak_warm bool _hak_bigcache_put(hak_segment_t* seg) {
   uint64_t limit = max_bytes();
-  if (seg->large_off >= HAK_LARGE_HDR + HAK_OS_PAGE || resident(seg) > limit) return false;
+  if (seg->large_off >= HAK_LARGE_HDR + HAK_OS_PAGE || hak_large_resident(seg) > limit) return false;
   bc_trim_tail(seg);   /* only a block that stays: one going to the batch is decommitted whole */
   size_t k = bc_class_floor(seg->map_size);
   if (k >= BC_CLASSES) return false;
@@ -232,16 +231,16 @@ hak_warm bool _hak_bigcache_put(hak_segment_t* seg) {
   uint64_t now = _hak_clock_ms();
   hak_lock(&bc_lock);
   if (bc_count[k] == BC_WAYS) evicted[nev++] = bc_remove_locked(k, 0);
-  while (hak_load_relaxed(&bc_bytes) + resident(seg) > limit && bc_total_entries > 0 && nev < 16)
+  while (hak_load_relaxed(&bc_bytes) + hak_large_resident(seg) > limit && bc_total_entries > 0 && nev < 16)
     bc_evict_oldest_locked(evicted, &nev, 16);
-  bool ok = hak_load_relaxed(&bc_bytes) + resident(seg) <= limit;
+  bool ok = hak_load_relaxed(&bc_bytes) + hak_large_resident(seg) <= limit;
   if (ok) {
     bc_ring[k][bc_count[k]].seg = seg;
     bc_ring[k][bc_count[k]].t_ms = now;
     bc_count[k]++;
     bc_nonempty |= (uint64_t)1 << k;
     bc_total_entries++;
-    atomic_fetch_add_explicit(&bc_bytes, resident(seg), memory_order_relaxed);
+    atomic_fetch_add_explicit(&bc_bytes, hak_large_resident(seg), memory_order_relaxed);
     atomic_fetch_add_explicit(&bc_mapped, seg->map_size, memory_order_relaxed);
   }
   hak_unlock(&bc_lock);

@@ -3,6 +3,7 @@
  * the generic free that checks every pointer (large blocks, tail pages,
  * misuse), and the queries (usable size, live block) built on one lookup. */
 #include "internal.h"
+#include "slab.h"
 
 /* ---------------------------------------------------------------- free */
 
@@ -33,7 +34,7 @@ static bool list_contains(const hak_block_t* q, const hak_block_t* b, uint32_t c
     if (q == b) return true;
   return false;
 }
-/* In the owner's list, or in a remote list slab_collect left (tagged): only
+/* In the owner's list, or in a remote list _hak_slab_collect left (tagged): only
  * the owner unlinks from that one, so walking it under pushers is safe. */
 static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
   uint32_t cap = hak_slab_limit(s) / s->bsize;
@@ -46,7 +47,7 @@ static bool slab_free_list_contains(hak_slab_t* s, const hak_block_t* b) {
  * or a cookie hit that must be confirmed. */
 hak_warm static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, uintptr_t xo) {
   if (!HAK_SECURE && b->cookie == hak_cookie()) {   /* secure: the trailer decides, below */
-    slab_collect(s);
+    _hak_slab_collect(s);
     /* (a phantom keeps a stale cookie when its first words lie on a page
      * scavenging did not give back: scavenge.c) */
     if (slab_free_list_contains(s, b) || _hak_scavenge_is_phantom(s, b)) {
@@ -61,7 +62,7 @@ hak_warm static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, ui
   if (HAK_SECURE) _hak_secure_free(s, b, "free");
   hak_assert_cmp(hak_load_relaxed(&s->xowner) & ~HAK_OWNER_FLAGS, ==, (uintptr_t)h);   /* (xo: the flags alone from _hak_free_to_full) */
   hak_assert_cmp(s->used, !=, 0);   /* a block out to come back */
-  if (xo & HAK_OWNER_FULL) slab_unfull(h, s);
+  if (xo & HAK_OWNER_FULL) _hak_slab_unfull(h, s);
   hak_block_set_next(b, s->free);
   if (!HAK_SECURE) b->cookie = hak_cookie();
   s->free = b;
@@ -97,7 +98,7 @@ hak_warm void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
     hak_heap_leave(h);
     return;
   }
-  if (head_page_block(s, p, op)) remote_free(s, (hak_block_t*)p);
+  if (head_page_block(s, p, op)) _hak_remote_push(s, (hak_block_t*)p);
 }
 
 hak_warm void _hak_free_generic(void* p, const char* op) {
@@ -140,7 +141,7 @@ hak_warm void _hak_free_generic(void* p, const char* op) {
     local_free(h, s, (hak_block_t*)p, xo);
     hak_heap_leave(h);
   } else {
-    remote_free(s, (hak_block_t*)p);
+    _hak_remote_push(s, (hak_block_t*)p);
   }
 }
 /* ---------------------------------------------------------------- queries */
@@ -148,7 +149,7 @@ size_t _hak_usable_size(const void* p, const char* op) {
   if (p == NULL) return 0;
   if (!hak_segmap_contains(p)) {
     hak_segment_t* hs;
-    if (_hak_huge_aligned_lookup(p, &hs)) return _hak_large_usable(hs);
+    if (_hak_huge_aligned_lookup(p, &hs)) return hak_large_usable(hs);
     _hak_invalid_pointer(op, p, "not allocated by hakmem");
     return 0;
   }
@@ -158,7 +159,7 @@ size_t _hak_usable_size(const void* p, const char* op) {
       _hak_invalid_pointer(op, p, seg->used_pages != 1 ? "block was freed" : "not the start of a block");
       return 0;
     }
-    return _hak_large_usable(seg);
+    return hak_large_usable(seg);
   }
   if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) {
     int st = _hak_zero_state(seg, p);

@@ -3,6 +3,7 @@
  * (a heap's slabs handed to the abandoned list), adoption of exited threads'
  * slabs, the collection of everything a heap holds empty, and fork. */
 #include "internal.h"
+#include "slab.h"
 #include <sched.h>
 
 hak_heap_t _hak_heap_empty = {.direct = {[0 ... HAK_DIRECT_N - 1] = &_hak_heap_empty.cls[0]},
@@ -20,11 +21,11 @@ static size_t heap_chunk_left;
  * mapping), and only its nonzero fields are written, so that the pages of
  * what it does not use yet (lending, profiling) stay untouched. */
 static void heap_init_fresh(hak_heap_t* h) {
-  for (size_t c = 0; c < HAK_NCLASSES; c++) avail_clear(h, c);
+  for (size_t c = 0; c < HAK_NCLASSES; c++) hak_avail_clear(h, c);
 }
 static void heap_reset(hak_heap_t* h) {
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
-    avail_clear(h, c);
+    hak_avail_clear(h, c);
     h->borrow[c] = NULL;
     h->borrow_n[c] = h->borrow_used[c] = 0;
     h->tick_nmalloc[c] = 0;
@@ -88,9 +89,9 @@ void _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg) {
 
 /* ---------------------------------------------------------------- abandon / adopt */
 static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
-  slab_collect(s);
+  _hak_slab_collect(s);
   if (hak_slab_is_empty(s)) {
-    slab_release(h, s);
+    _hak_slab_release(h, s);
     return;
   }
   atomic_store_explicit(&s->xowner, HAK_OWNER_ABANDONED, memory_order_seq_cst);
@@ -108,7 +109,7 @@ hak_warm void _hak_heap_abandon(hak_heap_t* h) {
   _hak_mesh_heap_exit(h);   /* meshed slabs become ordinary ones: nobody owns them next */
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
-    avail_clear(h, c);
+    hak_avail_clear(h, c);
     while (s) {
       hak_slab_t* next = s->next;
       s->next = s->prev = NULL;
@@ -136,24 +137,24 @@ hak_warm void _hak_heap_abandon(hak_heap_t* h) {
 
 /* The abandoned slabs `mask` of seg are h's now (pool.c, _hak_pool_adopt):
  * collect each, release the empty ones, put the rest on h's lists. */
-static void heap_adopt(hak_heap_t* h, hak_segment_t* seg, uint64_t mask) {
-  seg_take_remote(seg, mask);   /* every slab is collected below: their bits are stale */
+void _hak_heap_adopt(hak_heap_t* h, hak_segment_t* seg, uint64_t mask) {
+  _hak_seg_take_remote(seg, mask);   /* every slab is collected below: their bits are stale */
   for (uint64_t bits = mask; bits != 0; bits &= bits - 1) {
     hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
     hak_assert_cmp(hak_load_relaxed(&s->xowner), ==, HAK_OWNER_ABANDONED);
     atomic_fetch_sub_explicit(&_hak_abandoned_pages, s->npages, memory_order_relaxed);
     atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
     s->next = s->prev = NULL;
-    if (!slab_collect(s)) slab_look_again(s, h);
+    if (!_hak_slab_collect(s)) _hak_slab_look_again(s, h);
     if (hak_slab_is_empty(s)) {
-      if (slab_release(h, s)) break;   /* h's last slab there: the segment may be gone */
+      if (_hak_slab_release(h, s)) break;   /* h's last slab there: the segment may be gone */
       continue;
     }
     atomic_fetch_add_explicit(&_hak_stat_adopt_pages, s->npages, memory_order_relaxed);
     if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) {
-      avail_push(h, s);
+      hak_avail_push(h, s);
     } else {
-      slab_to_full(h, s);
+      _hak_slab_to_full(h, s);
     }
   }
 }
@@ -166,16 +167,16 @@ void _hak_collect_heap(hak_heap_t* h) {
   hak_heap_enter(h);
   hak_segment_t* ab;
   uint64_t abmask;
-  while ((ab = _hak_pool_adopt(h, 0, &abmask)) != NULL) heap_adopt(h, ab, abmask);
-  heap_collect_remote(h);
+  while ((ab = _hak_pool_adopt(h, 0, &abmask)) != NULL) _hak_heap_adopt(h, ab, abmask);
+  _hak_heap_collect_remote(h);
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
     while (s) {
       hak_slab_t* next = s->next;
-      slab_collect(s);
+      _hak_slab_collect(s);
       if (hak_slab_is_empty(s)) {
-        avail_remove(h, s);
-        slab_release(h, s);
+        hak_avail_remove(h, s);
+        _hak_slab_release(h, s);
       }
       s = next;
     }
@@ -207,7 +208,7 @@ _Atomic(uint64_t) _hak_stat_idle_slabs, _hak_stat_idle_pages;
 static unsigned idle_take(hak_heap_t* h, hak_slab_t* s) {
   uintptr_t xo = hak_load_relaxed(&s->xowner);
   if ((xo & ~HAK_OWNER_FULL) != (uintptr_t)h || h->cls[s->cls].cur == s) return 0;   /* (flags: mesh, profiler) */
-  hak_segment_t* seg = slab_segment(s);
+  hak_segment_t* seg = hak_segment_of(s);
   size_t idx = hak_slab_index(s);
   if ((__atomic_load_n(&seg->mesh_pages, __ATOMIC_RELAXED) >> idx & 1) || seg->nphantom[idx] != 0) return 0;
   uintptr_t v = atomic_load_explicit(&s->xthread_free, memory_order_acquire);
@@ -215,9 +216,9 @@ static unsigned idle_take(hak_heap_t* h, hak_slab_t* s) {
   /* no block of it is out: take its remote list (its blocks go with it) */
   if (!atomic_compare_exchange_strong_explicit(&s->xthread_free, &v, 0, memory_order_acquire, memory_order_relaxed))
     return 0;
-  if (xo & HAK_OWNER_FULL) list_remove(&h->full, s);
-  else avail_remove(h, s);   /* not the head: the current slab stays */
-  slab_forget(h, s);
+  if (xo & HAK_OWNER_FULL) hak_list_remove(&h->full, s);
+  else hak_avail_remove(h, s);   /* not the head: the current slab stays */
+  _hak_slab_forget(h, s);
   unsigned n = s->npages;
   _hak_slab_clear(s);
   atomic_fetch_add_explicit(&_hak_stat_idle_slabs, 1, memory_order_relaxed);
@@ -282,6 +283,6 @@ void _hak_heaps_fork_child(hak_heap_t* self) {
       uintptr_t v = hak_load_relaxed(&s->xthread_free);
       if (!(v & HAK_XF_NOTIFYING)) continue;   /* read only: no copy-on-write fault */
       hak_store_relaxed(&s->xthread_free, v & ~HAK_XF_NOTIFYING);
-      slab_rearm(s, self);
+      _hak_slab_rearm(s, self);
     }
 }

@@ -3,6 +3,7 @@
  * thread's heap is the static empty heap, so its first malloc misses the
  * fast path and lands here; nothing on the fast path tests for it. */
 #include "internal.h"
+#include "slab.h"
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>

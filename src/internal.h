@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <sys/types.h>
 #include "hakmem.h"
+#include "options.h"   /* (types and declarations only) */
 
 /* ---------------------------------------------------------------- basics */
 #define hak_likely(x)   __builtin_expect(!!(x), 1)
@@ -320,7 +321,7 @@ typedef struct hak_segment_s {
   uint64_t site_clock;               /* site clock at allocation */
   /* small segments: slabs (bit = index of the head page) that got their
    * first remote free since their owner last collected them; set by the
-   * freeing thread, taken by the owner (remote.c, heap_collect_remote) */
+   * freeing thread, taken by the owner (remote.c, _hak_heap_collect_remote) */
   _Atomic(uint64_t) xremote;
   uint8_t abandoned;                 /* on the abandoned list (pool lock) */
   uint8_t in_pool;                   /* on the pool's list of segments with free pages */
@@ -472,25 +473,9 @@ extern hak_slab_t _hak_slab_empty;
 extern __thread hak_heap_t* _hak_tls_heap __attribute__((tls_model("initial-exec")));
 
 hak_inline hak_heap_t* hak_heap_get(void) { return _hak_tls_heap; }
-
-/* The owner enters and leaves its slow paths (every change to its lists,
- * slabs and member entries happens between the two); nested calls count.
- * A thread that gives back an idle heap's emptied slabs holds xbusy while
- * it does: the owner waits for it here (heap.c, idle heaps). */
 void _hak_heap_wait(hak_heap_t* h);
-hak_inline void hak_heap_enter(hak_heap_t* h) {
-  if (h == &_hak_heap_empty || h->busy_depth++ != 0) return;
-  if (hak_unlikely(atomic_exchange_explicit(&h->xbusy, 1, memory_order_acquire) != 0)) _hak_heap_wait(h);
-  hak_store_relaxed(&h->slow_n, hak_load_relaxed(&h->slow_n) + 1);
-}
-hak_inline void hak_heap_leave(hak_heap_t* h) {
-  if (h == &_hak_heap_empty || --h->busy_depth != 0) return;
-  atomic_store_explicit(&h->xbusy, 0, memory_order_release);
-}
 
-/* Hand out the first free block of slab s (class cls) for a request of req
- * bytes: the one pop shared by the fast path and the refill path. */
-hak_inline hak_block_t* hak_slab_pop(hak_heap_cls_t* e, hak_slab_t* s, hak_block_t* b, size_t req);
+
 
 /* ---------------------------------------------------------------- cross-file */
 /* init.c */
@@ -507,15 +492,31 @@ hak_noreturn void _hak_assert_fail(const char* cond, const char* file, int line)
 hak_noreturn void _hak_assert_fail_cmp(const char* cond, uint64_t a, uint64_t b, const char* file, int line);
 int _hak_snprintf(char* buf, size_t n, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* slab.c */
+/* slab.c: a slab's life and its place on its heap's lists (the lists'
+ * inline helpers: slab.h) */
+bool  _hak_slab_collect(hak_slab_t* s);   /* the remote frees into the owner's list; false: none */
+bool  _hak_slab_refill(hak_slab_t* s);    /* free blocks: collected, carved, or taken back from scavenging */
+void  _hak_slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls);
+void  _hak_slab_mark_full(hak_heap_t* h, hak_slab_t* s);   /* off its class list, onto the full list */
+void  _hak_slab_to_full(hak_heap_t* h, hak_slab_t* s);     /* (on no list) onto the full list */
+void  _hak_slab_unfull(hak_heap_t* h, hak_slab_t* s);      /* a full slab got a block back: last in its class */
+void  _hak_slab_forget(hak_heap_t* h, hak_slab_t* s);      /* the heap's references to a slab that leaves it */
+bool  _hak_slab_release(hak_heap_t* h, hak_slab_t* s);     /* pages to the pool; true: h's last slab in its segment */
+int   _hak_slab_retire(hak_heap_t* h, hak_slab_t* s);      /* empty: 0 kept, 1 released, 2 released and h's last in its segment */
 void  _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s);
 void  _hak_slab_clear(hak_slab_t* s);
 void  _hak_heap_reserve_tick(hak_heap_t* h);
 extern _Atomic(uint64_t) _hak_stat_reserve_released;   /* an empty slab's descriptors before its pages go back */
 /* remote.c */
+void  _hak_remote_push(hak_slab_t* s, hak_block_t* b);   /* a free into another thread's slab */
+void  _hak_heap_collect_remote(hak_heap_t* h);          /* the owner takes the slabs that got remote frees */
+uint64_t _hak_seg_take_remote(hak_segment_t* seg, uint64_t mask);
+void  _hak_slab_rearm(hak_slab_t* s, hak_heap_t* owner);       /* owner NULL: abandoned */
+void  _hak_slab_look_again(hak_slab_t* s, hak_heap_t* owner);
 uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask);   /* pool lock held */
 extern _Atomic(uint64_t) _hak_stat_reclaimed_slabs, _hak_stat_reclaimed_pages, _hak_stat_abandon_pages, _hak_stat_adopt_pages;
 /* heap.c */
+void  _hak_heap_adopt(hak_heap_t* h, hak_segment_t* seg, uint64_t mask);   /* an exited thread's slabs */
 void  _hak_heap_abandon(hak_heap_t* heap);
 hak_heap_t* _hak_heap_acquire(void);
 void  _hak_heaps_fork_prepare(void);
@@ -532,11 +533,9 @@ void  _hak_free_remote(hak_slab_t* s, void* p, const char* op);
 size_t _hak_usable_size(const void* p, const char* op);
 bool  _hak_is_live_block(const void* p);
 
-/* slab.c, for compaction (mesh.c): the owner's list moves and releases */
-bool  _hak_slab_collect(hak_slab_t* s);
+/* slab.c, for compaction (mesh.c): the owner's list moves */
 void  _hak_slab_detach(hak_heap_t* h, hak_slab_t* s);
 void  _hak_slab_attach(hak_heap_t* h, hak_slab_t* s);
-bool  _hak_slab_release(hak_heap_t* h, hak_slab_t* s);   /* true: h's last slab in its segment */
 void  _hak_heap_foreach_slab(hak_heap_t* h, size_t cls, void (*fn)(hak_slab_t*, void*), void* arg);
 
 /* mesh.c: compaction of sparse slabs by meshing (HAKMEM_MESH) */
@@ -559,11 +558,6 @@ bool  _hak_scavenge_readmit(hak_slab_t* s);
 void  _hak_scavenge_forget(hak_slab_t* s);
 bool  _hak_scavenge_is_phantom(const hak_slab_t* s, const void* b);
 bool  _hak_scavenge_verify(hak_slab_t* s);
-/* used == 0: no block out, unless a block scavenging took off the free list
- * was freed again (_hak_scavenge_verify: reported, counted back) */
-hak_inline bool hak_slab_is_empty(hak_slab_t* s) {
-  return s->used == 0 && (HAK_SECURE || hak_segment_of(s)->nphantom[hak_slab_index(s)] == 0 || _hak_scavenge_verify(s));
-}
 extern _Atomic(uint64_t) _hak_stat_scav_passes, _hak_stat_scav_pages, _hak_stat_scav_readmitted;
 extern _Atomic(size_t) _hak_stat_scav_dropped;
 
@@ -663,16 +657,12 @@ void  _hak_unwind_fork_child(void);
 void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site);
 void  _hak_large_free(hak_segment_t* seg, void* p, const char* op);
 void* _hak_large_realloc(hak_segment_t* seg, void* p, size_t size);
-size_t _hak_large_usable(const hak_segment_t* seg);
 bool  _hak_huge_aligned_lookup(const void* p, hak_segment_t** seg_out);
 bool  _hak_large_recently_freed(const void* p);
 void  _hak_large_fork_prepare(void);
 void  _hak_large_fork_parent(void);
 void  _hak_large_fork_child(void);
 
-/* secure.c, quarantine.c, zeroblock.c: the secure build's declarations and
- * per-operation checks (no-ops in the default build) */
-#include "secure.h"
 
 /* site.c */
 #define HAK_SITES 1024
@@ -744,9 +734,10 @@ void  _hak_segment_decommit(hak_segment_t* seg, uint64_t pages);
 void  _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay);
 void  _hak_pages_freed(hak_segment_t* seg, uint64_t mask);
 void  _hak_pages_reused(hak_segment_t* seg, uint64_t mask);
+/* background.c: the release clock (a heap's tick on its slow paths; the
+ * thread of an idle program, HAKMEM_BACKGROUND) */
 void  _hak_heap_release_tick(hak_heap_t* h);
 void  _hak_release_pass(uint64_t now);
-/* background.c: the release clock of an idle program (HAKMEM_BACKGROUND) */
 void  _hak_background_wake(void);
 bool  _hak_background_running(void);
 void  _hak_background_fork_child(void);
@@ -798,8 +789,6 @@ bool  _hak_os_map_anon_at(void* addr, size_t size);
 bool  _hak_os_punch(int fd, uint64_t off, size_t size);
 size_t _hak_os_peak_rss_bytes(void);
 
-/* options.c */
-#include "options.h"
 
 /* ctl.c: hakmem_ctl's snapshot lock (a leaf: taken last before fork) */
 void _hak_ctl_fork_prepare(void);
@@ -878,22 +867,9 @@ hak_inline void hak_counter_inc(uint64_t* c) { ++*c; }
 #endif
 hak_inline void hak_counter_set(uint64_t* c, uint64_t v) { __atomic_store_n(c, v, __ATOMIC_RELAXED); }
 
-/* (e: the class's entry in the heap, whose count it bumps) */
-hak_inline hak_block_t* hak_slab_pop(hak_heap_cls_t* e, hak_slab_t* s, hak_block_t* b, size_t req) {
-  if (HAK_SECURE) {
-    uint32_t bsize = s->bsize;
-    uintptr_t n = (uintptr_t)b->next ^ _hak_list_key ^ (uintptr_t)b;
-    s->free = (hak_block_t*)n;   /* before the check (frees a register); the slow path redoes it */
-    if (hak_unlikely(hak_secure_pop_bad(b, bsize, n) != 0)) return (hak_block_t*)_hak_secure_pop_slow(s, b, req);
-    hak_used_add(s, 1);
-    hak_secure_pop_mark(bsize, b, req);
-  } else {
-    s->free = hak_block_next(b);
-    hak_used_add(s, 1);
-    b->cookie = 0;
-  }
-  hak_counter_inc(&e->nmalloc);
-  return b;
-}
+
+/* secure.c, quarantine.c, zeroblock.c: the secure build's declarations and
+ * per-operation checks (no-ops in the default build) */
+#include "secure.h"
 
 #endif /* HAK_INTERNAL_H */

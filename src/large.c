@@ -5,6 +5,7 @@
  * Alignments above HAK_MAX_ALIGN_SEG cannot sit inside the first 4 MiB of a
  * segment: those few blocks are found through a small locked table. */
 #include "internal.h"
+#include "slab.h"
 #include <errno.h>
 #include <sys/mman.h>
 
@@ -92,7 +93,7 @@ static void* huge_aligned_alloc(size_t size, size_t align) {
   /* counted as every large block is (its free subtracts the same) */
   atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
   large_account(map, 0);
-  large_usable(_hak_large_usable(seg), 0);
+  large_usable(hak_large_usable(seg), 0);
   return (void*)p;
 }
 
@@ -272,7 +273,7 @@ hak_warm void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t 
   if (size > seg->large_peak) seg->large_peak = size;
   atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
   large_account(seg->map_size, 0);
-  large_usable(_hak_large_usable(seg), 0);
+  large_usable(hak_large_usable(seg), 0);
   void* p = (uint8_t*)seg + seg->large_off;
   if (zero && !seg->large_fresh) memset(p, 0, size);
   seg->prefaulted = 0;
@@ -288,7 +289,6 @@ hak_warm void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t 
 
 /* The block's usable size: its request rounded to whole pages (the mapping
  * may be larger: headroom for reuse, which the block does not own). */
-size_t _hak_large_usable(const hak_segment_t* seg) { return hak_large_usable(seg); }
 
 hak_warm void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   if (seg->used_pages != 1) {
@@ -318,7 +318,7 @@ hak_warm void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   hak_store_relaxed(&recent_freed[i], (uintptr_t)p);
   atomic_fetch_add_explicit(&_hak_stat_large_frees, 1, memory_order_relaxed);
   large_account(0, seg->map_size);
-  large_usable(0, _hak_large_usable(seg));
+  large_usable(0, hak_large_usable(seg));
   if (_hak_thp_wants_sample(seg)) _hak_thp_sample(_hak_site_touched(seg));
   if (seg->huge_aligned) {
     huge_remove((uintptr_t)p);
@@ -375,7 +375,7 @@ bool _hak_large_recently_freed(const void* p) {
 
 static void* large_realloc(hak_segment_t* seg, void* p, size_t size) {
   size_t off = seg->large_off;
-  size_t usable = _hak_large_usable(seg);
+  size_t usable = hak_large_usable(seg);
   if (HAK_SECURE || size <= HAK_MEDIUM_MAX / 2 || (seg->huge_aligned && size > seg->map_size - off)) {
     return NULL;   /* becomes small (or a huge-aligned block grows): the caller copies */
   }
@@ -392,7 +392,7 @@ static void* large_realloc(hak_segment_t* seg, void* p, size_t size) {
       }
     }
     seg->large_size = size;
-    large_usable(_hak_large_usable(seg), usable);
+    large_usable(hak_large_usable(seg), usable);
     if (size > seg->large_peak) seg->large_peak = size;
     _hak_bigcache_unpin(seg, off + size);
     return p;
@@ -431,7 +431,7 @@ static void* large_realloc(hak_segment_t* seg, void* p, size_t size) {
         b->large_size = size;
         b->large_peak = b_peak > size ? b_peak : size;
         large_account(b_map - old_map, 0);
-        large_usable(_hak_large_usable(b), usable);
+        large_usable(hak_large_usable(b), usable);
         return (uint8_t*)b + off;
       }
       _hak_segmap_set(seg, true);   /* could not move: still here */
@@ -446,7 +446,7 @@ static void* large_realloc(hak_segment_t* seg, void* p, size_t size) {
   nseg->large_size = size;
   if (size > nseg->large_peak) nseg->large_peak = size;
   large_account(nseg->map_size - old_map, 0);
-  large_usable(_hak_large_usable(nseg), usable);
+  large_usable(hak_large_usable(nseg), usable);
   return (uint8_t*)nseg + off;
 }
 

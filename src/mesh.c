@@ -434,7 +434,7 @@ static void rebuild(hak_mesh_t* ea, const uint64_t* live) {
 bool _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* b) {
   hak_mesh_t* eb = mslab_entry(b);
   uintptr_t v = hak_load_relaxed(&b->xthread_free);
-  if (v & HAK_XF_NOTIFYING) {   /* its notifier is not done: look again later (remote.c, slab_rearm) */
+  if (v & HAK_XF_NOTIFYING) {   /* its notifier is not done: look again later (remote.c, _hak_slab_rearm) */
     atomic_fetch_or_explicit(&hak_segment_of(b)->xremote, page_bit(b), memory_order_relaxed);
     hak_store_relaxed(&h->xremote_hint, 1);
     return false;

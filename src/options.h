@@ -3,6 +3,9 @@
  * start-up; a profile sets defaults and an explicitly set variable wins. */
 #ifndef HAK_OPTIONS_H
 #define HAK_OPTIONS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 typedef enum { HAK_PROFILE_SPEED = 0, HAK_PROFILE_BALANCED = 1, HAK_PROFILE_LEAN = 2 } hak_profile_t;
 typedef enum { HAK_INVALID_ABORT = 0, HAK_INVALID_WARN = 1, HAK_INVALID_IGNORE = 2 } hak_invalid_mode_t;

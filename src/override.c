@@ -3,6 +3,7 @@
  * Built without HAK_NO_OVERRIDE only.  C++ failures are reported through the
  * weakly referenced libstdc++ handlers, so the library needs no C++ runtime. */
 #include "internal.h"
+#include "alloc.h"
 #include <errno.h>
 #include <stdlib.h>
 
@@ -84,7 +85,7 @@ static hak_noinline void* cxx_new_fail(size_t n, size_t align, bool nothrow) {
 /* hak_malloc_inline here, not hak_malloc: the call-site of a large new is
  * the return address of operator new itself, i.e. the user's code. */
 #define NEW_BODY(n, al, nt)                                  \
-  void* p = (al) > 16 ? memalign_impl((al), (n)) : hak_malloc_inline(n); \
+  void* p = (al) > 16 ? hak_memalign_inline((al), (n)) : hak_malloc_inline(n); \
   if (hak_likely(p != NULL)) return p;                       \
   return cxx_new_fail((n), (al), (nt));
 
@@ -99,7 +100,7 @@ static hak_noinline void* cxx_new_fail(size_t n, size_t align, bool nothrow) {
 #define ARRAY_FREE(p) hak_free(p)
 #endif
 #define ARRAY_NEW_BODY(n, al, nt)                            \
-  void* p = (al) > 16 ? memalign_impl((al), (n)) : hak_malloc_inline(n); \
+  void* p = (al) > 16 ? hak_memalign_inline((al), (n)) : hak_malloc_inline(n); \
   if (hak_unlikely(p == NULL)) p = cxx_new_fail((n), (al), (nt)); \
   ARRAY_MARK(p);                                             \
   return p;
@@ -116,14 +117,14 @@ hak_api void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void
 void _ZdlPv(void* p) HAK_ALIAS(hak_free);
 /* sized delete: the size is checked against the block (sized_check) */
 hak_warm hak_api void _ZdlPvm(void* p, size_t n) {
-  sized_check(p, n, true, "operator delete");
+  hak_sized_check(p, n, true, "operator delete");
   hak_free_inline(p, "operator delete");
 }
 #if HAK_SECURE
 hak_warm hak_api void _ZdaPv(void* p) { ARRAY_FREE(p); }
 hak_warm hak_api void _ZdaPvm(void* p, size_t n) {
   _hak_secure_delete_array(p, "operator delete[]");
-  sized_check(p, n, true, "operator delete[]");
+  hak_sized_check(p, n, true, "operator delete[]");
   hak_free_inline(p, "operator delete[]");
 }
 hak_api void _ZdaPvmSt11align_val_t(void* p, size_t n, size_t al) {

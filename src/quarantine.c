@@ -9,6 +9,7 @@
  * block leaves through the ordinary free path (to its owner's list, or as a
  * remote free).  Large blocks have their own quarantine (large.c). */
 #include "internal.h"
+#include "alloc.h"   /* (hak_free_block: a block leaving the quarantine is freed the ordinary way) */
 #include <sys/mman.h>
 
 #if HAK_SECURE
@@ -92,7 +93,7 @@ static void* quar_take(quar_t* q) {
  * and held back; returns the block to free now (one that leaves the
  * quarantine, or p when this thread has none), or NULL.  While the ring is
  * still over its bytes after one left (a big block came in, a small one
- * left), more leave and are freed here (_hak_secure_release): the caller
+ * left), more leave and are freed here (the ordinary free): the caller
  * frees one block and makes no second call in the common case.  The newest
  * block stays: free(p); malloc(same size) never returns p. */
 void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op) {
@@ -105,7 +106,7 @@ void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op)
   q->bytes += s->bsize;
   if (hak_likely(!quar_over(q))) return NULL;
   void* b = quar_take(q);
-  while (hak_unlikely(q->n > 1 && quar_over(q))) _hak_secure_release(quar_take(q), op);
+  while (hak_unlikely(q->n > 1 && quar_over(q))) hak_free_block(quar_take(q), op);
   return b;
 }
 

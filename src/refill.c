@@ -4,6 +4,7 @@
  * exited thread's slabs, a larger class's holes (lending) or a new segment.
  * Also the entry for every request the fast path does not serve. */
 #include "internal.h"
+#include "slab.h"
 #include <errno.h>
 
 hak_warm static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t from) {
@@ -16,7 +17,7 @@ hak_warm static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t fro
   bool zero;
   hak_segment_t* seg = _hak_pool_take(h, cls, from, &idx, &zero);
   if (seg == NULL) return NULL;
-  slab_init(h, seg, idx, cls);
+  _hak_slab_init(h, seg, idx, cls);
   if (HAK_SECURE) seg->slabs[idx].sec_zero = zero;
   return &seg->slabs[idx];
 }
@@ -96,7 +97,7 @@ hak_warm static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, s
   if (s->free == NULL) {
     hak_counter_inc(&h->refills);
     if ((h->refills & 63) == 0) {   /* now and then: remote frees elsewhere, the release clock */
-      if (hak_load_relaxed(&h->xremote_hint)) heap_collect_remote(h);
+      if (hak_load_relaxed(&h->xremote_hint)) _hak_heap_collect_remote(h);
       _hak_heap_release_tick(h);
       _hak_pool_abandoned_tick(false);
       s = h->cls[cls].cur;
@@ -104,13 +105,13 @@ hak_warm static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, s
   }
   for (;;) {
     if (s != &_hak_slab_empty) {
-      if (slab_refill(s)) break;
-      slab_mark_full(h, s);
+      if (_hak_slab_refill(s)) break;
+      _hak_slab_mark_full(h, s);
       s = h->cls[cls].cur;
       continue;
     }
     if (hak_load_relaxed(&h->xremote_hint)) {
-      heap_collect_remote(h);
+      _hak_heap_collect_remote(h);
       s = h->cls[cls].cur;
       if (s != &_hak_slab_empty) continue;
     }
@@ -143,7 +144,7 @@ hak_warm static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, s
         if (s == NULL && has_segs) ab = _hak_pool_adopt(h, 0, &abmask);
       }
       if (ab != NULL) {
-        heap_adopt(h, ab, abmask);
+        _hak_heap_adopt(h, ab, abmask);
         s = h->cls[cls].cur;
         continue;
       }
@@ -158,7 +159,7 @@ hak_warm static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, s
         return NULL;
       }
     }
-    avail_push(h, s);
+    hak_avail_push(h, s);
   }
   return hak_slab_pop(&h->cls[cls], s, s->free, req);
 }

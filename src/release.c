@@ -220,38 +220,6 @@ hak_warm void _hak_pages_reused(hak_segment_t* seg, uint64_t mask) {
                             memory_order_relaxed);
 }
 
-/* The process-wide passes of the release clock: decommit what has been
- * empty for longer than the delay, release cached large blocks past their
- * age, collect exited threads' slabs.  From heaps' release ticks and from
- * the background thread (background.c). */
-hak_warm void _hak_release_pass(uint64_t now) {
-  uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
-  bool force = _hak_retained_over_target();
-  _hak_pool_tick(now, delay, force);
-  _hak_segment_cache_decommit(force ? 0 : delay, now);
-  /* a cached large block is empty memory too: it leaves the cache (its
-   * pages decommitted, its mapping parked) after the decommit delay, or
-   * after its own age limit when that is shorter */
-  uint64_t age = (uint64_t)hak_opt(BIGCACHE_AGE_MS);
-  if (delay != 0 && (age == 0 || delay < age)) age = delay;
-  if (age) _hak_bigcache_expire(age);
-  _hak_pool_abandoned_tick(false);
-  _hak_heaps_idle_tick(now, delay);
-}
-
-/* Periodic check from a heap's slow path. */
-hak_warm void _hak_heap_release_tick(hak_heap_t* h) {
-  if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
-  uint64_t now = _hak_clock_ms();
-  if (now < h->next_release_ms && !_hak_retained_over_target()) return;
-  uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
-  h->next_release_ms = now + (delay / 2 > 1 ? delay / 2 : 1);   /* a page goes after 1..2 ticks */
-  _hak_release_pass(now);
-  _hak_heap_reserve_tick(h);
-  _hak_scavenge_tick(h, now, delay);
-  _hak_background_wake();
-}
-
 void _hak_release_stats(uint64_t* calls, uint64_t* bytes, uint64_t* unmapped, size_t* parked, size_t* parked_mapped) {
   hak_lock(&batch_lock);
   *parked = batch_n;

@@ -3,17 +3,18 @@
  * by a bit in the segment and a hint in its heap; the owner (or, for exited
  * threads' slabs, the pool's clock) takes the lists in bulk. */
 #include "internal.h"
+#include "slab.h"
 
-/* A slab whose remote list slab_collect left because its notifier is not
+/* A slab whose remote list _hak_slab_collect left because its notifier is not
  * done (the bit it set may be taken already): set its bit again and raise
  * the hint, so that the collector looks again. */
-static void slab_rearm(hak_slab_t* s, hak_heap_t* owner /* NULL: abandoned */) {
-  atomic_fetch_or_explicit(&slab_segment(s)->xremote, (uint64_t)1 << hak_slab_index(s), memory_order_relaxed);
+void _hak_slab_rearm(hak_slab_t* s, hak_heap_t* owner /* NULL: abandoned */) {
+  atomic_fetch_or_explicit(&hak_segment_of(s)->xremote, (uint64_t)1 << hak_slab_index(s), memory_order_relaxed);
   if (owner != NULL) hak_store_relaxed(&owner->xremote_hint, 1);
   else hak_store_relaxed(&_hak_abandoned_hint, 1);
 }
-static void slab_look_again(hak_slab_t* s, hak_heap_t* owner /* NULL: abandoned */) {
-  if (hak_load_relaxed(&s->xthread_free) & HAK_XF_NOTIFYING) slab_rearm(s, owner);
+void _hak_slab_look_again(hak_slab_t* s, hak_heap_t* owner /* NULL: abandoned */) {
+  if (hak_load_relaxed(&s->xthread_free) & HAK_XF_NOTIFYING) _hak_slab_rearm(s, owner);
 }
 /* Where memory of threads sits (stats.c): slabs emptied by remote frees and
  * given back; slab pages handed over at thread exit and taken by adopters. */
@@ -25,25 +26,25 @@ static void stat_reclaimed(const hak_slab_t* s) {
 
 /* Take the remote-free bits of the slabs `mask` of seg (the segment's other
  * bits are other heaps' slabs', or abandoned ones): those set, now cleared. */
-static uint64_t seg_take_remote(hak_segment_t* seg, uint64_t mask) {
+uint64_t _hak_seg_take_remote(hak_segment_t* seg, uint64_t mask) {
   uint64_t bits = hak_load_relaxed(&seg->xremote) & mask;
   if (bits != 0) atomic_fetch_and_explicit(&seg->xremote, ~bits, memory_order_acquire);
   return bits;
 }
 
 /* The owner takes the slabs that got remote frees (segment bits, raised with
- * the heap's hint by remote_free): collects them, puts full ones that got
+ * the heap's hint by _hak_remote_push): collects them, puts full ones that got
  * blocks back on their class list and releases the others the remote frees
  * emptied.
  * Without this, a slab freed entirely by other threads stays counted as used
  * until its class happens to reach it, and pins its pages and its segment. */
-static void heap_collect_remote(hak_heap_t* h) {
+void _hak_heap_collect_remote(hak_heap_t* h) {
   hak_store_relaxed(&h->xremote_hint, 0);
   atomic_thread_fence(memory_order_seq_cst);   /* pairs with remote_notify: bit, then hint */
   for (hak_member_t *m = h->members, *mnext; m != NULL; m = mnext) {
     mnext = m->next;   /* m goes when its last slab is released below (and its segment may) */
     hak_segment_t* seg = hak_segment_of(m);
-    for (uint64_t bits = seg_take_remote(seg, m->mask); bits != 0;) {
+    for (uint64_t bits = _hak_seg_take_remote(seg, m->mask); bits != 0;) {
       hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
       bits &= bits - 1;
       uintptr_t xo = hak_load_relaxed(&s->xowner);
@@ -51,14 +52,14 @@ static void heap_collect_remote(hak_heap_t* h) {
       if (xo & HAK_OWNER_MESHED) {
         /* frees into a meshed-away slab go to its root (mesh.c); when it
          * holds no block any more its page comes back here */
-        if (_hak_mesh_collect_alias(h, s) && slab_release(h, s)) break;
+        if (_hak_mesh_collect_alias(h, s) && _hak_slab_release(h, s)) break;
         continue;
       }
       /* a slab cut for heap profiling: its list must not grow under the
        * fast path (prof.c); it is current, so its refill collects it */
       if (xo & HAK_OWNER_PROF) continue;
-      if (!slab_collect(s)) {
-        slab_look_again(s, h);
+      if (!_hak_slab_collect(s)) {
+        _hak_slab_look_again(s, h);
         continue;
       }
       /* a full slab was filled lately, so its class is allocating: it goes
@@ -67,11 +68,11 @@ static void heap_collect_remote(hak_heap_t* h) {
        * re-carve new slabs 4 KiB at a time: xthread +11 % instructions);
        * a slab that sat on the class list and emptied is released */
       if (xo & HAK_OWNER_FULL) {
-        slab_unfull(h, s);
+        _hak_slab_unfull(h, s);
       } else if (hak_slab_is_empty(s)) {
         stat_reclaimed(s);
         /* the heap's last slab in the segment: m is gone (maybe the segment) */
-        if (slab_retire(h, s) == 2) break;
+        if (_hak_slab_retire(h, s) == 2) break;
       }
     }
   }
@@ -83,13 +84,13 @@ static void heap_collect_remote(hak_heap_t* h) {
  * frees even when no thread adopts it. */
 uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask) {
   uint64_t emptied = 0;
-  for (uint64_t bits = seg_take_remote(seg, mask); bits != 0;) {
+  for (uint64_t bits = _hak_seg_take_remote(seg, mask); bits != 0;) {
     size_t idx = (size_t)__builtin_ctzll(bits);
     hak_slab_t* s = &seg->slabs[idx];
     bits &= bits - 1;
     if (hak_load_relaxed(&s->xowner) != HAK_OWNER_ABANDONED) continue;
-    if (!slab_collect(s)) {
-      slab_look_again(s, NULL);
+    if (!_hak_slab_collect(s)) {
+      _hak_slab_look_again(s, NULL);
       continue;
     }
     if (!hak_slab_is_empty(s)) continue;
@@ -105,7 +106,7 @@ uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask) {
  * abandoned segments (segment.c) is told instead, and an adopter collects
  * every slab anyway. */
 static void remote_notify(hak_slab_t* s) {
-  hak_segment_t* seg = slab_segment(s);
+  hak_segment_t* seg = hak_segment_of(s);
   uint64_t bit = (uint64_t)1 << hak_slab_index(s);
   if (hak_load_relaxed(&seg->xremote) & bit) return;   /* set and not yet taken: its setter raises the hint */
   atomic_fetch_or_explicit(&seg->xremote, bit, memory_order_seq_cst);
@@ -118,7 +119,7 @@ static void remote_notify(hak_slab_t* s) {
   }
 }
 
-static void remote_free(hak_slab_t* s, hak_block_t* b) {
+void _hak_remote_push(hak_slab_t* s, hak_block_t* b) {
   if (!hak_slab_carved(s, b)) {
     _hak_invalid_pointer("free", b, "block was never allocated");
     return;

@@ -33,6 +33,7 @@
  * carry fills and trailers) and not with meshing (its live maps count every
  * carved block off the free list as live). */
 #include "internal.h"
+#include "slab.h"
 
 #include <sys/mman.h>
 
@@ -157,7 +158,7 @@ static size_t drop_clear(hak_segment_t* seg, size_t idx, unsigned npages) {
 }
 
 /* A slab with phantoms whose free list and fresh room ran out takes them
- * back (slab.c, slab_refill, which tests for phantoms): true when it has
+ * back (slab.c, _hak_slab_refill, which tests for phantoms): true when it has
  * free blocks again. */
 bool _hak_scavenge_readmit(hak_slab_t* s) {
   hak_segment_t* seg = hak_segment_of(s);

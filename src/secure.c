@@ -224,7 +224,7 @@ void _hak_secure_free(hak_slab_t* s, void* b, const char* op) {
 
 /* Remote free (of a block the quarantine let go): mark the trailer remote.
  * The mark stays when the owner takes the list (without walking it: heap.c,
- * slab_collect), and malloc accepts it as free (hak_secure_pop_bad); a
+ * _hak_slab_collect), and malloc accepts it as free (hak_secure_pop_bad); a
  * second free of the block finds it not live. */
 void _hak_secure_free_remote(hak_slab_t* s, void* b, const char* op) {
   check_released(s, b, __atomic_exchange_n(trailer(s, b), (uint64_t)T_REMOTE, __ATOMIC_RELAXED), op);

@@ -2,12 +2,13 @@
  * checks, inline, and the declarations of its rare paths (secure.c,
  * quarantine.c, zeroblock.c), with the default build's no-op stubs of those
  * under the same #if.  The default build calls the checks only under
- * `if (HAK_SECURE)`, so they compile to nothing there.  Included by
- * internal.h once the slab and segment types are defined; the switch
- * (HAK_SECURE), the encoded free-list links and the one inline pop
- * (hak_slab_pop) stay in internal.h, which every build reads. */
+ * `if (HAK_SECURE)`, so they compile to nothing there.  Included at the
+ * end of internal.h, whose types it uses; the switch (HAK_SECURE) and the
+ * encoded free-list links stay in internal.h, the one inline pop
+ * (hak_slab_pop) is slab.h's. */
 #ifndef HAK_SECURE_H
 #define HAK_SECURE_H
+#include "internal.h"
 
 /* a segment of zero-size blocks (secure build: malloc(0), zeroblock.c) */
 #define HAK_SEG_ZERO 3
@@ -73,7 +74,6 @@ bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages);
 void* _hak_secure_quarantine(hak_slab_t* s, void* p, size_t off, const char* op);
 _Noreturn void _hak_secure_free_failed(hak_slab_t* s, void* b, uint64_t t, const char* op);
 _Noreturn void _hak_secure_fill_failed(void* b, size_t at, uint32_t bsize);
-void _hak_secure_release(void* b, const char* op);
 void* _hak_secure_quarantine_pop(bool dying);
 void _hak_secure_flush(bool dying);
 void _hak_secure_init(void);
@@ -223,7 +223,7 @@ hak_inline void* _hak_secure_last_failed(void) { return NULL; }
  * is under `if (HAK_SECURE)`) */
 /* A free block's trailer, as malloc takes it: 0, or the remote mark of a
  * block another thread freed (its owner takes such blocks without touching
- * them, heap.c slab_collect); nonzero bits here mean neither. */
+ * them, heap.c _hak_slab_collect); nonzero bits here mean neither. */
 hak_inline uint64_t hak_sec_trailer_not_free(uint64_t t) { return t & ~(uint64_t)HAK_SEC_T_REMOTE; }
 /* malloc: the block must still look freed: link into this SuperSlab, fill
  * and a free trailer (a write after free, a forged link, a block handed out

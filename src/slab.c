@@ -2,9 +2,10 @@
  * (made from pool pages, carved lazily, its remote frees collected into the
  * owner's list, released to the pool when empty); and the lists a heap keeps
  * per class (slabs with room, cur[cls] at the head) and of its full slabs.
- * The files from here to free.c are the small-block tier, in the order
- * unity.c includes them: each may call the static helpers of those before it. */
+ * With remote.c and heap.c the small-block tier; its functions are declared
+ * in internal.h, its inline list helpers are slab.h's. */
 #include "internal.h"
+#include "slab.h"
 
 hak_slab_t _hak_slab_empty;
 _Atomic(uint64_t) _hak_stat_reserve_released;   /* kept empty slabs given back by the reserve tick */
@@ -50,51 +51,6 @@ const uint8_t _hak_class_mid[7 * 16] = {
     49, 50, 50, 50, 51, 51, 51, 51, 52, 52, 52, 52, 53, 53, 53, 53,
     54, 55, 55, 55, 56, 56, 56, 56, 57, 57, 57, 57, 58, 58, 58, 58};
 
-/* ---------------------------------------------------------------- slab helpers */
-hak_inline hak_segment_t* slab_segment(const hak_slab_t* s) { return hak_segment_of(s); }
-
-static void list_remove(hak_slab_t** head, hak_slab_t* s) {
-  if (s->prev) s->prev->next = s->next;
-  else *head = s->next;
-  if (s->next) s->next->prev = s->prev;
-  s->next = s->prev = NULL;
-}
-static void list_push(hak_slab_t** head, hak_slab_t* s) {
-  s->prev = NULL;
-  s->next = *head;
-  if (*head) (*head)->prev = s;
-  *head = s;
-}
-/* The avail list of a class has cur[cls] as head (empty: &_hak_slab_empty)
- * and tail[cls] as its last slab. */
-hak_warm static void avail_remove(hak_heap_t* h, hak_slab_t* s) {
-  hak_slab_t* head = h->cls[s->cls].cur == &_hak_slab_empty ? NULL : h->cls[s->cls].cur;
-  if (h->tail[s->cls] == s) h->tail[s->cls] = s->prev;
-  list_remove(&head, s);
-  h->cls[s->cls].cur = head ? head : &_hak_slab_empty;
-}
-static void avail_push(hak_heap_t* h, hak_slab_t* s) {
-  hak_slab_t* head = h->cls[s->cls].cur == &_hak_slab_empty ? NULL : h->cls[s->cls].cur;
-  if (head == NULL) h->tail[s->cls] = s;
-  list_push(&head, s);
-  h->cls[s->cls].cur = head;
-}
-static void avail_append(hak_heap_t* h, hak_slab_t* s) {
-  hak_slab_t* tail = h->tail[s->cls];
-  if (tail == NULL) {
-    avail_push(h, s);
-    return;
-  }
-  s->next = NULL;
-  s->prev = tail;
-  tail->next = s;
-  h->tail[s->cls] = s;
-}
-static void avail_clear(hak_heap_t* h, size_t cls) {
-  h->cls[cls].cur = &_hak_slab_empty;
-  h->tail[cls] = NULL;
-}
-
 /* A remote free list whose count and links disagree, or that holds more
  * blocks than the slab has out: a block freed twice from other threads, or
  * a link written over after a free. */
@@ -111,7 +67,7 @@ static hak_noinline hak_noreturn void slab_list_broken(const hak_slab_t* s) {
  * slab that still has free blocks walks it, to join the two.  (Secure
  * build: a collected block keeps its remote mark, which malloc accepts as
  * free: hak_secure_pop_bad.) */
-hak_warm static bool slab_collect(hak_slab_t* s) {
+hak_warm bool _hak_slab_collect(hak_slab_t* s) {
   uintptr_t v = hak_load_relaxed(&s->xthread_free);
   if (v == 0 || (v & HAK_XF_NOTIFYING)) return false;
   v = atomic_exchange_explicit(&s->xthread_free, 0, memory_order_acquire);
@@ -202,7 +158,7 @@ static bool slab_extend(hak_slab_t* s) {
  * blocks carved.  Each check asserts with its values; true when all held. */
 static bool slab_is_valid(hak_slab_t* s) {
   uintptr_t xo = hak_load_relaxed(&s->xowner);
-  if (xo & HAK_OWNER_MESHED || (__atomic_load_n(&slab_segment(s)->mesh_pages, __ATOMIC_RELAXED) >> hak_slab_index(s) & 1))
+  if (xo & HAK_OWNER_MESHED || (__atomic_load_n(&hak_segment_of(s)->mesh_pages, __ATOMIC_RELAXED) >> hak_slab_index(s) & 1))
     return true;   /* (compaction's aliases share pages: mesh.c checks its own) */
   hak_assert_cmp(s->bsize, !=, 0);
   hak_assert_cmp(s->npages, !=, 0);
@@ -221,18 +177,18 @@ static bool slab_is_valid(hak_slab_t* s) {
 }
 #endif
 
-static bool slab_refill(hak_slab_t* s) {
+hak_warm bool _hak_slab_refill(hak_slab_t* s) {
   if (s->free) return true;
-  slab_collect(s);
+  _hak_slab_collect(s);
   hak_assert_expensive(slab_is_valid(s));
   if (s->free) return true;
   if (slab_extend(s)) return true;
   /* blocks on pages scavenging gave back */
-  return !HAK_SECURE && slab_segment(s)->nphantom[hak_slab_index(s)] != 0 && _hak_scavenge_readmit(s);
+  return !HAK_SECURE && hak_segment_of(s)->nphantom[hak_slab_index(s)] != 0 && _hak_scavenge_readmit(s);
 }
 
 static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
-  list_push(&h->full, s);
+  hak_list_push(&h->full, s);
   atomic_store_explicit(&s->xowner, (uintptr_t)h | HAK_OWNER_FULL, memory_order_seq_cst);
 }
 /* A full slab got a block back.  It goes last in its class list: the slabs
@@ -242,26 +198,26 @@ static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
  * slow-path work; second, right behind the current slab, it still sent a
  * third of alloc-test's mallocs and frees out of line: random frees over
  * many nearly full slabs left each one block or two by its turn.) */
-hak_warm static void slab_unfull(hak_heap_t* h, hak_slab_t* s) {
-  list_remove(&h->full, s);
+hak_warm void _hak_slab_unfull(hak_heap_t* h, hak_slab_t* s) {
+  hak_list_remove(&h->full, s);
   hak_store_relaxed(&s->xowner, (uintptr_t)h);
-  avail_append(h, s);
+  hak_avail_append(h, s);
 }
 /* Pairs with the remote side (push, then read xowner): either the remote
  * free sees FULL and raises the hint, or we see its block here. */
-hak_warm static void slab_to_full(hak_heap_t* h, hak_slab_t* s) {   /* s on no list */
+hak_warm void _hak_slab_to_full(hak_heap_t* h, hak_slab_t* s) {   /* s on no list */
   slab_set_full(h, s);
   /* a tagged list stays full: its notifier raises the hint (unfulling it
    * would make the refill loop spin on it until the tag clears) */
   uintptr_t v = atomic_load_explicit(&s->xthread_free, memory_order_seq_cst);
-  if (v != 0 && !(v & HAK_XF_NOTIFYING)) slab_unfull(h, s);
+  if (v != 0 && !(v & HAK_XF_NOTIFYING)) _hak_slab_unfull(h, s);
 }
-static void slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
-  avail_remove(h, s);
-  slab_to_full(h, s);
+hak_warm void _hak_slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
+  hak_avail_remove(h, s);
+  _hak_slab_to_full(h, s);
 }
 
-static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls) {
+hak_warm void _hak_slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls) {
   hak_slab_t* s = &seg->slabs[idx];
   hak_assert(hak_segmap_contains(seg));   /* the segment map knows every segment a slab is made in */
   hak_assert_cmp(seg->kind, ==, HAK_SEG_SMALL);
@@ -289,7 +245,7 @@ static void slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls)
 /* An empty slab's descriptors are cleared before its pages go back to the
  * pool (compaction and scavenging forget it first). */
 hak_warm void _hak_slab_clear(hak_slab_t* s) {
-  hak_segment_t* seg = slab_segment(s);
+  hak_segment_t* seg = hak_segment_of(s);
   size_t idx = hak_slab_index(s);
   unsigned n = s->npages;
   hak_assert_cmp(n, >=, 1);
@@ -314,7 +270,7 @@ hak_warm void _hak_slab_clear(hak_slab_t* s) {
  * OS when it empties).  The slab is on no list.  True when it was the heap's
  * last slab in its segment (the segment may be gone). */
 /* h's references to its slab s, which leaves it. */
-static void slab_forget(hak_heap_t* h, hak_slab_t* s) {
+hak_warm void _hak_slab_forget(hak_heap_t* h, hak_slab_t* s) {
   for (size_t c = 0; c < s->cls; c++)   /* no loan cursor may point at it: its segment may go */
     if (h->borrow[c] == s) h->borrow[c] = NULL;
   if (h->prof.armed[s->cls] == s) {   /* nor the profiler's cut slab (prof.c; its blocks set aside go with it) */
@@ -323,11 +279,11 @@ static void slab_forget(hak_heap_t* h, hak_slab_t* s) {
     h->prof.narmed--;
   }
 }
-hak_warm static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
-  hak_segment_t* seg = slab_segment(s);
+hak_warm bool _hak_slab_release(hak_heap_t* h, hak_slab_t* s) {
+  hak_segment_t* seg = hak_segment_of(s);
   hak_assert_cmp(hak_load_relaxed(&s->xowner) & ~HAK_OWNER_FLAGS, ==, (uintptr_t)h);   /* only the owner releases */
   hak_assert(hak_segmap_contains(seg));
-  slab_forget(h, s);
+  _hak_slab_forget(h, s);
   size_t idx = hak_slab_index(s);
   unsigned n = s->npages;
   hak_assert_expensive(slab_is_valid(s));
@@ -339,18 +295,18 @@ hak_warm static bool slab_release(hak_heap_t* h, hak_slab_t* s) {
  * released, 2 released and it was the heap's last slab in its segment (which
  * may be gone). */
 static bool slab_is_reserve(hak_heap_t* h, hak_slab_t* s) { return h->cls[s->cls].cur == s && s->next == NULL; }
-hak_warm static int slab_retire(hak_heap_t* h, hak_slab_t* s) {
+hak_warm int _hak_slab_retire(hak_heap_t* h, hak_slab_t* s) {
   if (slab_is_reserve(h, s)) return 0;
-  if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
-  else avail_remove(h, s);
-  return slab_release(h, s) ? 2 : 1;
+  if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) hak_list_remove(&h->full, s);
+  else hak_avail_remove(h, s);
+  return _hak_slab_release(h, s) ? 2 : 1;
 }
 
 /* The last block of a slab came back (a local free).  Out of line: inlined
  * into the free fast path, it made every free save and restore a register. */
 hak_warm hak_noinline void _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s) {
   hak_heap_enter(h);
-  if (hak_slab_is_empty(s) && slab_retire(h, s)) _hak_heap_release_tick(h);
+  if (hak_slab_is_empty(s) && _hak_slab_retire(h, s)) _hak_heap_release_tick(h);
   hak_heap_leave(h);
 }
 /* The heap's own reserve, at its release tick (at most every half decommit
@@ -365,8 +321,8 @@ hak_warm void _hak_heap_reserve_tick(hak_heap_t* h) {
     hak_slab_t* s = h->cls[c].cur;
     if (n == h->tick_nmalloc[c] && s != &_hak_slab_empty && slab_is_reserve(h, s) &&
         !(hak_load_relaxed(&s->xowner) & HAK_OWNER_FLAGS) && hak_slab_is_empty(s)) {
-      avail_remove(h, s);
-      slab_release(h, s);
+      hak_avail_remove(h, s);
+      _hak_slab_release(h, s);
       atomic_fetch_add_explicit(&_hak_stat_reserve_released, 1, memory_order_relaxed);
     }
     h->tick_nmalloc[c] = n;
@@ -374,12 +330,11 @@ hak_warm void _hak_heap_reserve_tick(hak_heap_t* h) {
 }
 
 /* ---------------------------------------------------------------- for compaction (mesh.c) */
-bool _hak_slab_collect(hak_slab_t* s) { return slab_collect(s); }
 
 /* Take an owned slab off its list (class list or full list). */
 void _hak_slab_detach(hak_heap_t* h, hak_slab_t* s) {
-  if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) list_remove(&h->full, s);
-  else avail_remove(h, s);
+  if (hak_load_relaxed(&s->xowner) & HAK_OWNER_FULL) hak_list_remove(&h->full, s);
+  else hak_avail_remove(h, s);
 }
 
 /* Put an owned slab (on no list) back: on its class list when it has room,
@@ -387,11 +342,9 @@ void _hak_slab_detach(hak_heap_t* h, hak_slab_t* s) {
 void _hak_slab_attach(hak_heap_t* h, hak_slab_t* s) {
   atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
   s->next = s->prev = NULL;
-  if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) avail_push(h, s);
-  else slab_to_full(h, s);
+  if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) hak_avail_push(h, s);
+  else _hak_slab_to_full(h, s);
 }
-
-bool _hak_slab_release(hak_heap_t* h, hak_slab_t* s) { return slab_release(h, s); }
 
 /* Every slab of class cls the heap has on a list, but its current one. */
 void _hak_heap_foreach_slab(hak_heap_t* h, size_t cls, void (*fn)(hak_slab_t*, void*), void* arg) {

@@ -37,6 +37,7 @@
  * slabs filled it, MADV_COLLAPSE, was tried: it added RSS on churn and
  * churn_small and no clear speed.) */
 #include "internal.h"
+#include <sys/mman.h>
 
 enum { THP_HALF = HAK_SEG_SIZE / 2, THP_PAGE = 2u << 20 };
 

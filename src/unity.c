@@ -1,7 +1,7 @@
 /* The library as one translation unit, so the fast paths inline into every
- * entry point and the override aliases can name them.  slab.c, remote.c,
- * heap.c, refill.c and free.c are the small-block tier split by mechanism:
- * each calls the static helpers of those included before it, never after. */
+ * entry point and the override aliases can name them.  Each file also
+ * compiles on its own (make syntax-check): what one file calls of another is
+ * declared in a header (internal.h, slab.h, alloc.h, secure.h, options.h). */
 #include "report.c"
 #include "os.c"
 #include "options.c"

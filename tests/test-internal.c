@@ -8,7 +8,7 @@
  * formula, and up to 1 KiB the table behind malloc's direct entries) name
  * the smallest class that holds it, and every slab is the fewest pages that
  * hold at least 4 blocks with at most 1/16 of the slab left over.  And the
- * remote-free list word (remote.c, remote_free): pushing keeps the tag, puts
+ * remote-free list word (remote.c, _hak_remote_push): pushing keeps the tag, puts
  * the block first and counts it, up to the most blocks a slab holds.  And
  * the OS module's clocks (read through the vDSO's entry where the process
  * has a vDSO: os.c) and page size agree with libc's. */

@@ -530,7 +530,7 @@ static int run_reuse(void) {
 /* ---- join --------------------------------------------------------------- */
 /* Remote frees into a slab whose owner still has free blocks of it: the
  * owner takes the remote list with its count and joins it to its own list
- * (slab.c, slab_collect; a refill, which finds its own list empty, takes it
+ * (slab.c, _hak_slab_collect; a refill, which finds its own list empty, takes it
  * without the walk).  Main allocates JOIN_N blocks of one size, frees every
  * tenth itself, a second thread frees every other one, main collects
  * (malloc_trim) and allocates again: every freed block comes back exactly
