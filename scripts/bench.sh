@@ -16,9 +16,13 @@
 #   MIN_RUN_SEC=0.3   vm, vm_cold, larson and xthread repeat their work in the
 #                     process until a run has lasted this long (DURATION_SEC; PRESET=standard only;
 #                     0: off)
-#   NS_CV=10          the summary marks a ratio "n.s." (not significant) when the
-#                     runs of the allocator or of the baseline spread more than
-#                     this CV (%) instead of showing it
+#   CI_LEVEL=95       confidence level (%) of the ratios' intervals: a ratio (runs
+#                     paired by round, Student t interval of the paired log ratios)
+#                     whose interval holds 1 is shown with "≈" (not distinguishable);
+#                     the report opens with one verdict line per peer, hakmem's
+#                     geometric mean over the benchmarks with its interval, also
+#                     printed at the end of the run (docs/BENCH_SUITE.md, "Reading
+#                     the report")
 #   BASELINE=mimalloc the allocator ratios are taken against
 #   BASELINE2=mi241   a second ratio column and summary, when it was measured
 #   OUTDIR=dir        where to write (default results/<date>-<time>-<host>[-syscalls])
@@ -63,12 +67,14 @@ BASELINE2=${BASELINE2:-mi241}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 SETUP=${SETUP:-auto}
 MIN_RUN_SEC=${MIN_RUN_SEC:-0.3}
-NS_CV=${NS_CV:-10}
+CI_LEVEL=${CI_LEVEL:-95}
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer (got '$RUNS')"
 [[ $RUN_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "RUN_TIMEOUT must be a positive integer"
 [[ $PRESET == standard || $PRESET == tiny ]] || die "PRESET must be standard or tiny (got '$PRESET')"
 [[ $MIN_RUN_SEC =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "MIN_RUN_SEC must be a number of seconds (got '$MIN_RUN_SEC')"
-[[ $NS_CV =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "NS_CV must be a percentage (got '$NS_CV')"
+if ! [[ $CI_LEVEL =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v c="$CI_LEVEL" 'BEGIN { exit !(c >= 50 && c < 100) }'; then
+  die "CI_LEVEL must be a percentage from 50 to below 100 (got '$CI_LEVEL')"
+fi
 
 read -r -a BENCH_LIST <<<"${BENCHES:-${ALL_BENCHES[*]}}"
 read -r -a ALLOC_LIST <<<"${ALLOCS:-${ALL_ALLOCS[*]}}"
@@ -177,7 +183,7 @@ for v in "${BENCH_VARS[@]}"; do [[ -n ${!v:-} ]] && user_env+=("$v=${!v}"); done
   printf 'order\tinterleaved: for each benchmark, run k of every allocator (%s) before run k+1\n' "$present"
   printf 'baseline\t%s\n' "$BASELINE"
   printf 'baseline2\t%s\n' "$BASELINE2"
-  printf 'ns_cv\t%s\n' "$NS_CV"
+  printf 'ci_level\t%s\n' "$CI_LEVEL"
   printf 'hakmem_env\t%s\n' "${HAK_ENV[*]:-}"
   printf 'user_env\t%s\n' "${user_env[*]:-}"
   printf 'command\t%s\n' "${MODE:+MODE=$MODE }RUNS=$RUNS${BENCHES:+ BENCHES=\"$BENCHES\"}${ALLOCS:+ ALLOCS=\"$ALLOCS\"} scripts/bench.sh $MODE_ARG"
@@ -353,4 +359,5 @@ print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))' "$short") || die "bad SYS
 start=$(date +%s)
 if [[ $MODE_ARG == syscalls ]]; then run_syscalls; else run_suite; fi
 log "done in $(($(date +%s) - start)) s; results in $OUT"
+if [[ $MODE_ARG == suite && -s $OUT/verdict.txt ]]; then cat "$OUT/verdict.txt"; fi
 echo "Results: $OUT/report.md"

@@ -4,7 +4,8 @@
 Subcommands:
   summary V...                 n, median, mean, stddev, CV of numbers (one line)
   report DIR                   suite report: DIR/raw.tsv + DIR/meta.tsv ->
-                               runs.csv, report.md, charts; prints report.md
+                               runs.csv, report.md, verdict.txt, charts;
+                               prints report.md
   syscalls DIR                 syscall budget: DIR/syscalls.tsv -> syscalls.csv,
                                report.md; prints report.md
   soak DIR                     soak summary: DIR/soak.csv (+ meta.tsv, result.txt)
@@ -17,10 +18,28 @@ Definitions (used by every mode):
   mean     arithmetic mean
   stddev   sample standard deviation (divisor n - 1); 0 when n = 1
   CV       stddev / mean * 100 (%); 0 when the mean is 0
-  ratio    median(X) / median(baseline)   (for lower-is-better figures a ratio
-           below 1 is better; charts plot baseline/X for those so up is better);
-           the suite report adds the ratios to a second baseline (meta baseline2)
-           when it was measured
+  ratio    (suite report) the geometric mean of the paired ratios X_k / baseline_k,
+           round k of X against round k of the baseline (the runner interleaves
+           them: A B C A B C ..., so the two runs of a round saw the same state of
+           the machine); for lower-is-better figures a ratio below 1 is better
+           (charts plot baseline/X for those so up is better); the report adds the
+           ratios to a second baseline (meta baseline2) when it was measured
+  interval the confidence interval of a ratio (level: meta ci_level, default 95 %),
+           a Student t interval on the paired log ratios d_k = ln(X_k / base_k):
+           mean(d) +- t(n-1) * s(d) / sqrt(n), exponentiated.  A ratio is
+           significant when its interval excludes 1; otherwise the report shows it
+           with "≈".  The verdict at the top of the report is hakmem's geometric
+           mean over the benchmarks, G = exp(mean over b of mean(d_b)), with the
+           interval exp(ln G +- t(df) * sqrt(sum over b of s_b^2 / n_b) / B), df by
+           Welch-Satterthwaite: the benchmarks are fixed, the rounds are the sample.
+           Why t and not a bootstrap or a rank test: with RUNS=3 a 95 % percentile
+           bootstrap of 3 pairs is the range of the 3 ratios (its coverage is about
+           75 %, not 95), and a sign or Wilcoxon interval cannot reach 95 % below 6
+           pairs (3 pairs that all agree give p = 0.25), so no cell could ever be
+           significant; t accounts for estimating the spread from 3 pairs (t(2) =
+           4.30) and is exact when the log ratios are normal.  A round disturbed by
+           the machine widens the interval: it errs towards "not distinguishable".
+  no interval  from one paired round (RUNS=1): the ratio is shown as "(1 round)"
 """
 import csv
 import math
@@ -70,6 +89,93 @@ def describe(xs):
         "min": min(xs) if xs else float("nan"),
         "max": max(xs) if xs else float("nan"),
     }
+
+
+# Confidence intervals: Student's t from the regularized incomplete beta
+# function (continued fraction, as in Numerical Recipes' betacf), all in the
+# standard library; no random numbers, so the same runs give the same report.
+
+
+def _betacf(a, b, x):
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
+                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    lbt = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(lbt) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(lbt) * _betacf(b, a, 1.0 - x) / b
+
+
+def t_sf(t, df):
+    """P(T > t) for Student's t with df degrees of freedom (df > 0, real)."""
+    p = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
+    return p if t >= 0 else 1.0 - p
+
+
+def t_quantile(p, df):
+    """The p-quantile of Student's t (0.5 < p < 1), by bisection."""
+    lo, hi = 0.0, 1.0
+    while t_sf(hi, df) > 1.0 - p:
+        lo, hi = hi, hi * 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_sf(mid, df) > 1.0 - p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * hi:
+            break
+    return (lo + hi) / 2.0
+
+
+def log_interval(groups, level=95.0):
+    """The mean over the groups of each group's mean, and its t interval.
+
+    groups: lists of paired log ratios, one list per benchmark (one list: the
+    paired t interval, df = n - 1; several: Welch-Satterthwaite's df).
+    Returns (estimate, low, high); low and high are None when a group has fewer
+    than 2 values (no spread to judge by)."""
+    groups = [g for g in groups if g]
+    if not groups:
+        return None, None, None
+    nb = float(len(groups))
+    est = sum(mean(g) for g in groups) / nb
+    if any(len(g) < 2 for g in groups):
+        return est, None, None
+    terms = [stddev(g) ** 2 / len(g) / nb ** 2 for g in groups]
+    var = sum(terms)
+    if var <= 0.0:
+        return est, est, est
+    df = var ** 2 / sum(t * t / (len(g) - 1) for t, g in zip(terms, groups) if t > 0)
+    half = t_quantile(0.5 + level / 200.0, df) * math.sqrt(var)
+    return est, est - half, est + half
+
+
+def significant(lo, hi):
+    """An interval of log ratios that excludes 0 (the ratio 1)."""
+    return lo is not None and (lo > 0.0 or hi < 0.0)
 
 
 def g(x):
@@ -133,6 +239,18 @@ def figure_name(key):
     if name:
         return "%s%s (`%s`)" % (name, " [%s]" % u if u else "", key)
     return "`%s`%s" % (key, " [%s]" % u if u else "")
+
+
+def is_memory(key):
+    """A figure of memory (RSS, bytes, overhead), not of time."""
+    return key.endswith("_kb") or key.endswith("_bytes") or key.endswith("overhead")
+
+
+def fmt_ratio(x, digits=2):
+    """A ratio with `digits` decimals; small ratios with as many significant digits."""
+    if x != x:
+        return "—"
+    return "%.*f" % (digits, x) if x >= 0.1 else "%.*g" % (digits, x)
 
 
 def label(key, better):
@@ -202,13 +320,18 @@ def gp_quote(s):
     return "'" + s.replace("'", "''") + "'"
 
 
-def histogram_chart(cwd, png, datafile, ncols, title, ylabel, logscale=False, refline=None):
+def histogram_chart(cwd, png, datafile, ncols, title, ylabel, logscale=False, refline=None, errorbars=False,
+                    ymax=None):
+    """A clustered bar chart of datafile: column 1 the x labels, then ncols - 1
+    series (with errorbars: each series three columns, value, low and high, drawn
+    as a bar with an error bar from low to high; the series' first column header
+    names it).  ymax: the top of the y axis (default: the data's)."""
     lines = [
         "set terminal @TERM@ size 1100,520",
         "set output %s" % gp_quote(png),
         "set title %s" % gp_quote(title),
         "set style data histograms",
-        "set style histogram clustered gap 1",
+        "set style histogram %s gap 1%s" % (("errorbars", " lw 1") if errorbars else ("clustered", "")),
         "set style fill solid 0.85 border -1",
         "set boxwidth 0.9",
         "set datafile missing '?'",
@@ -220,12 +343,34 @@ def histogram_chart(cwd, png, datafile, ncols, title, ylabel, logscale=False, re
     if logscale:
         lines.append("set logscale y")
     else:
-        lines.append("set yrange [0:*]")
+        lines.append("set yrange [0:%s]" % ("*" if ymax is None else "%g" % ymax))
     if refline is not None:
         lines.append("set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lw 1.5 lc rgb 'black'"
                      % (refline, refline))
-    lines.append("plot for [i=2:%d] %s using i:xtic(1) title columnheader(i)" % (ncols, gp_quote(datafile)))
+    if errorbars:
+        lines.append("plot for [i=0:%d] %s using (column(2+3*i)):(column(3+3*i)):(column(4+3*i)):xtic(1) "
+                     "title columnheader(2+3*i)" % (ncols - 2, gp_quote(datafile)))
+    else:
+        lines.append("plot for [i=2:%d] %s using i:xtic(1) title columnheader(i)" % (ncols, gp_quote(datafile)))
     return gnuplot("\n".join(lines) + "\n", cwd)
+
+
+def chart_top(datafile):
+    """The top of a chart of bars with error bars (datafile as histogram_chart's
+    with errorbars): the data's when the error bars are short; else 1.6 times the
+    highest bar, with a note for the title, so that a wide interval from 3 rounds
+    does not flatten every bar."""
+    bars, highs = [1.0], [1.0]
+    with open(datafile) as f:
+        next(f, None)
+        for line in f:
+            vs = [num(x) for x in line.split()[1:]]
+            bars += [v for v in vs[0::3] if v is not None]
+            highs += [v for v in vs[2::3] if v is not None]
+    top = 1.6 * max(bars)
+    if max(highs) <= top:
+        return None, ""
+    return top, " (error bars cut at %.3g)" % top
 
 
 # ----------------------------------------------------------------- summary
@@ -384,26 +529,125 @@ def cmd_report(args):
             if xs:
                 med[(b, a)] = median(xs)
 
-    def ratio(b, a, to=base):
-        if (b, a) in med and (b, to) in med and med[(b, to)]:
-            return med[(b, a)] / med[(b, to)]
-        return None
+    level = num(meta.get("ci_level"))
+    if level is None or not 0 < level < 100:
+        level = 95.0
+    lvl = "%g %%" % level
 
-    # A figure whose runs spread more than ns_cv (CV, %) is not significant:
-    # the summaries say "n.s." instead of ranking on it.
-    try:
-        ns_cv = float(meta.get("ns_cv", "10"))
-    except ValueError:
-        ns_cv = 10.0
+    def rounds(bench, alloc, key):
+        """run -> value of key, of the successful runs with a positive value."""
+        out = {}
+        for r in ok:
+            if r["bench"] == bench and r["alloc"] == alloc:
+                v = num(r["kv"].get(key))
+                if v is not None and v > 0:
+                    out[r["run"]] = v
+        return out
 
-    def noisy(b, a):
-        xs = values(b, a, info[b][0])
-        return len(xs) > 1 and cv_pct(xs) > ns_cv
+    def paired(bench, alloc, to, key):
+        """ln(alloc / to) of each round both ran successfully, in round order."""
+        xa, xb = rounds(bench, alloc, key), rounds(bench, to, key)
+        ks = sorted((k for k in xa if k in xb), key=lambda k: (len(k), k))
+        return [math.log(xa[k] / xb[k]) for k in ks]
+
+    pint = {}  # (bench, alloc, to) -> (estimate, low, high, pairs) of ln ratio of the primary
+
+    def interval(b, a, to):
+        if (b, a, to) not in pint:
+            ds = paired(b, a, to, info[b][0])
+            pint[(b, a, to)] = log_interval([ds], level) + (len(ds),)
+        return pint[(b, a, to)]
+
+    def ratio_cell(b, a, to, digits=2):
+        """The ratio with its interval; "≈" when the interval holds 1."""
+        if a == to:
+            return "1." + "0" * digits if (b, a) in med else "—"
+        est, lo, hi, n = interval(b, a, to)
+        if est is None:
+            return "—"
+        r = fmt_ratio(math.exp(est), digits)
+        if lo is None:
+            return "%s (1 round)" % r
+        iv = "[%s, %s]" % (fmt_ratio(math.exp(lo), digits), fmt_ratio(math.exp(hi), digits))
+        return "%s %s" % (r, iv) if significant(lo, hi) else "≈%s %s" % (r, iv)
+
+    # The verdict: hakmem against each peer, the geometric mean over the
+    # benchmarks of the paired ratios (time: of the time figures and of
+    # 1/throughput; peak RSS: of every benchmark's peak_rss_kb).
+    verdict = []  # (peer, [(what, estimate, low, high, (better word, worse word), counts text, most rounds)])
+    has = {a for a in allocs if any(r["alloc"] == a for r in ok)}
+    if "hakmem" in has:
+        for peer in [a for a in allocs if a != "hakmem" and a in has]:
+            parts = []
+            for what, words in (("time", ("faster", "slower")), ("peak RSS", ("smaller", "larger"))):
+                groups, names = [], []
+                for b in benches:
+                    prim, better = info[b]
+                    if what == "time":
+                        if is_memory(prim):
+                            continue
+                        ds = paired(b, "hakmem", peer, prim)
+                        if better == "higher":
+                            ds = [-x for x in ds]
+                    else:
+                        ds = paired(b, "hakmem", peer, "peak_rss_kb")
+                    if ds:
+                        groups.append(ds)
+                        names.append(b)
+                if not groups:
+                    continue
+                full = [x for x in groups if len(x) >= 2]
+                est, lo, hi = log_interval(full or groups, level)
+                used = full or groups
+                ns = sorted({len(x) for x in used})
+                counts = ("%d benchmark%s × %d round%s" % (len(used), "s" if len(used) > 1 else "", ns[0],
+                                                           "s" if ns[0] > 1 else "") if len(ns) == 1 else
+                          "%d benchmarks, %d paired rounds" % (len(used), sum(len(x) for x in used)))
+                if full and len(full) < len(groups):
+                    counts += "; left out, one paired round: %s" % ", ".join(
+                        b for b, x in zip(names, groups) if len(x) < 2)
+                parts.append((what, est, lo, hi, words, counts, ns[-1]))
+            if parts:
+                verdict.append((peer, parts))
+
+    def verdict_text(peer, parts, md):
+        """hakmem vs PEER: time R× [LOW, HIGH] — faster; peak RSS ... (counts)."""
+        txt = []
+        one = len({p[5] for p in parts}) == 1  # the same benchmarks and rounds: said once, at the end
+        for what, est, lo, hi, words, counts, nmax in parts:
+            r = "%s×" % fmt_ratio(math.exp(est), 2)
+            if lo is None:
+                w = "no interval from one round (RUNS=2 or more)"
+            elif significant(lo, hi):
+                w = words[0] if hi < 0 else words[1]
+                w = "**%s**" % w if md else w
+            else:
+                w = "not distinguishable at %d rounds" % nmax
+            if lo is not None:
+                r += " [%s, %s]" % (fmt_ratio(math.exp(lo), 2), fmt_ratio(math.exp(hi), 2))
+            txt.append("%s %s — %s%s" % (what, r, w, "" if one else " (%s)" % counts))
+        head = "hakmem vs %s" % peer
+        return ("**%s**" % head if md else head) + ": " + "; ".join(txt) + (" (%s)" % parts[0][5] if one else "")
+
+    verdict_head = ("hakmem relative to each peer: the geometric mean over the benchmarks of the ratios of runs "
+                    "paired by round, with its %s confidence interval (time: the time figures and 1/throughput, "
+                    "below 1 is faster; peak RSS: below 1 is smaller)" % lvl)
 
     out = []
     title = "# hakmem benchmark report — %s, %s" % (meta.get("date", "?"), meta.get("host", "?"))
     out.append(title)
     out.append("")
+    if verdict:
+        out.append("**Verdict** — " + verdict_head + ":")
+        out.append("")
+        for peer, parts in verdict:
+            out.append("- " + verdict_text(peer, parts, True))
+        out.append("")
+    with open(os.path.join(d, "verdict.txt"), "w") as f:
+        if verdict:
+            f.write("Verdict: %s:\n" % verdict_head)
+            for peer, parts in verdict:
+                f.write("  " + verdict_text(peer, parts, False) + "\n")
     for k, lab in (("machine", "machine"), ("kernel", "kernel"), ("thp", "transparent huge pages"),
                    ("load", "load average (1 min) before / after"),
                    ("runs", "runs per allocator"), ("preset", "parameters preset"), ("order", "order"),
@@ -419,44 +663,40 @@ def cmd_report(args):
         out.append("- allocators: " + "; ".join(alloc_lines))
     if meta.get("absent"):
         out.append("- absent (not measured): " + meta["absent"])
-    out.append("- statistics: median, mean, sample stddev and CV = stddev/mean over the runs; ratio = median / "
-               "median of **%s**%s%s" % (base, "" if base == want_base else " (%s absent)" % want_base,
-                                          "; also of **%s**" % base2 if base2 else ""))
-    out.append("- significance: a summary figure whose runs (of the allocator or of the baseline) spread "
-               "more than %g %% (CV) is shown as n.s. (not significant)" % ns_cv)
+    out.append("- statistics: median, mean, sample stddev and CV = stddev/mean over the runs; ratio to **%s**%s%s = "
+               "the geometric mean of the ratios of the runs paired by round (run k of the allocator against run k "
+               "of the baseline)" % (base, "" if base == want_base else " (%s absent)" % want_base,
+                                     " and to **%s**" % base2 if base2 else ""))
+    out.append("- significance: a ratio's %s confidence interval is a Student t interval on the paired log ratios "
+               "(the verdict's: over the benchmarks, Welch–Satterthwaite degrees of freedom); a ratio whose interval "
+               "excludes 1 is shown plainly, one whose interval holds 1 as ≈ (not distinguishable at this many "
+               "rounds), one from a single round with no interval" % lvl)
     out.append("")
 
     # Summary tables.
     for to in bases if benches and allocs else []:
-        out.append("## Summary: ratio to %s (median / median)" % to)
+        out.append("## Summary: ratio to %s (paired by round, %s CI)" % (to, lvl))
         out.append("")
         rows = []
         nsig = 0
         for b in benches:
             prim, better = info[b]
-            cells = []
-            for a in allocs:
-                rt = ratio(b, a, to)
-                if rt is not None and (noisy(b, a) or noisy(b, to)):
-                    cells.append("n.s.")
-                    nsig += 1
-                else:
-                    cells.append("%.2f" % rt if rt is not None else "—")
+            cells = [ratio_cell(b, a, to) for a in allocs]
+            nsig += sum(1 for c in cells if c.startswith("≈"))
             rows.append([b, label(prim, better)] + cells)
         out.append(md_table(["benchmark", "figure"] + allocs, rows, ["l", "l"] + ["r"] * len(allocs)))
         out.append("")
-        if nsig:
-            out.append("n.s.: not significant, the runs of the allocator or of %s spread more than %g %% (CV); "
-                       "the benchmark's table below has the figures." % (to, ns_cv))
-            out.append("")
+        out.append("Each cell: the ratio to %s [its %s confidence interval]%s." % (
+            to, lvl, "; ≈: the interval holds 1, the two are not distinguishable at this many rounds" if nsig
+            else ""))
+        out.append("")
     if benches and allocs:
         out.append("## Summary: medians")
         out.append("")
         rows = []
         for b in benches:
             prim, better = info[b]
-            rows.append([b, figure_name(prim)] + [fmt(prim, med.get((b, a))) + (
-                " (n.s.)" if (b, a) in med and noisy(b, a) else "") for a in allocs])
+            rows.append([b, figure_name(prim)] + [fmt(prim, med.get((b, a))) for a in allocs])
         out.append(md_table(["benchmark", "figure"] + allocs, rows, ["l", "l"] + ["r"] * len(allocs)))
         out.append("")
 
@@ -481,15 +721,14 @@ def cmd_report(args):
                     rows.append([a, "failed"] + ["—"] * 7)
                 continue
             ds = describe(xs)
-            rts = [ratio(b, a, to) for to in bases]
             pk = values(b, a, "peak_rss_kb")
             mf = values(b, a, "minflt")
             rows.append([a, fmt(prim, ds["median"]), fmt(prim, ds["mean"]), fmt(prim, ds["stddev"]),
-                         "%.2f %%" % ds["cv_pct"]] + ["%.3f" % rt if rt is not None else "—" for rt in rts] +
+                         "%.2f %%" % ds["cv_pct"]] + [ratio_cell(b, a, to, 3) for to in bases] +
                         [fmt("peak_rss_kb", median(pk)) if pk else "—",
                          "%d" % median(mf) if mf else "—", "%d/%d" % (len(xs), nruns)])
-        hdr = ["allocator", "median", "mean", "stddev", "CV"] + ["ratio vs %s%s" % (
-            to, " (lower is better)" if better == "lower" else "") for to in bases] + [
+        hdr = ["allocator", "median", "mean", "stddev", "CV"] + ["ratio vs %s [%s CI]%s" % (
+            to, lvl, " (lower is better)" if better == "lower" else "") for to in bases] + [
             "peak RSS [MB]", "minor faults", "runs ok"]
         # Fix up rows of failed allocators to the header width.
         rows = [r + ["—"] * (len(hdr) - len(r)) if len(r) < len(hdr) else r[:len(hdr)] for r in rows]
@@ -517,16 +756,24 @@ def cmd_report(args):
     # Charts.
     charts = []
     if benches and allocs:
+        # ratio.dat: per allocator the ratio to the baseline and its interval
+        # (up is better: baseline/X for lower-is-better figures); a ratio from
+        # one round has its value as both ends.
         with open(os.path.join(d, "ratio.dat"), "w") as f:
-            f.write("bench " + " ".join(allocs) + "\n")
+            f.write("bench " + " ".join("%s %s_low %s_high" % (a, a, a) for a in allocs) + "\n")
             for b in benches:
                 cells = []
                 for a in allocs:
-                    rt = ratio(b, a)
-                    if rt is None or rt == 0:
-                        cells.append("?")
-                    else:
-                        cells.append("%.4f" % (rt if info[b][1] == "higher" else 1.0 / rt))
+                    est, lo, hi, _ = interval(b, a, base) if a != base else (
+                        (0.0, 0.0, 0.0, 0) if (b, a) in med else (None, None, None, 0))
+                    if est is None:
+                        cells.append("? ? ?")
+                        continue
+                    if lo is None:
+                        lo = hi = est
+                    if info[b][1] != "higher":
+                        est, lo, hi = -est, -hi, -lo
+                    cells.append("%.4f %.4f %.4f" % (math.exp(est), math.exp(lo), math.exp(hi)))
                 f.write(b + " " + " ".join(cells) + "\n")
         with open(os.path.join(d, "peak_rss.dat"), "w") as f:
             f.write("bench " + " ".join(allocs) + "\n")
@@ -537,17 +784,41 @@ def cmd_report(args):
                     cells.append("%.2f" % (median(pk) / 1024.0) if pk else "?")
                 f.write(b + " " + " ".join(cells) + "\n")
         n = len(allocs) + 1
+        errs = []
+        top, cut = chart_top(os.path.join(d, "ratio.dat"))
         err = histogram_chart(d, "ratio.png", "ratio.dat", n,
-                              "Performance relative to %s (higher is better; time, latency and RSS figures "
-                              "inverted: %s/X)" % (base, base), "relative to %s" % base, refline=1.0)
+                              "Performance relative to %s, %s CI (higher is better; time, latency and RSS figures "
+                              "inverted: %s/X)%s" % (base, lvl, base, cut), "relative to %s" % base, refline=1.0,
+                              errorbars=True, ymax=top)
         if err is None:
             charts.append(("ratio.png", "performance relative to %s" % base))
+        errs.append(err)
+        if verdict:
+            # verdict.dat: hakmem / peer, time and peak RSS, as in the verdict lines.
+            with open(os.path.join(d, "verdict.dat"), "w") as f:
+                f.write('peer time time_low time_high "peak RSS" rss_low rss_high\n')
+                for peer, parts in verdict:
+                    cells = {}
+                    for what, est, lo, hi, _, _, _ in parts:
+                        lo, hi = (est, est) if lo is None else (lo, hi)
+                        cells[what] = "%.4f %.4f %.4f" % (math.exp(est), math.exp(lo), math.exp(hi))
+                    f.write("%s %s %s\n" % (peer, cells.get("time", "? ? ?"), cells.get("peak RSS", "? ? ?")))
+            top, cut = chart_top(os.path.join(d, "verdict.dat"))
+            err3 = histogram_chart(d, "verdict.png", "verdict.dat", 3,
+                                   "hakmem / peer: geometric mean over the benchmarks, %s CI "
+                                   "(below 1: hakmem faster, smaller)%s" % (lvl, cut), "hakmem / peer", refline=1.0,
+                                   errorbars=True, ymax=top)
+            if err3 is None:
+                charts.insert(0, ("verdict.png", "hakmem relative to each peer"))
+            errs.append(err3)
         err2 = histogram_chart(d, "peak_rss.png", "peak_rss.dat", n, "Peak RSS per benchmark (median, MB, log scale)",
                                "peak RSS [MB]", logscale=True)
         if err2 is None:
             charts.append(("peak_rss.png", "peak RSS per benchmark"))
-        if err or err2:
-            out.append("Charts not drawn: %s" % (err or err2))
+        errs.append(err2)
+        errs = [e for e in errs if e]
+        if errs:
+            out.append("Charts not drawn: %s" % errs[0])
             out.append("")
     if charts:
         out.append("## Charts")
@@ -563,8 +834,8 @@ def cmd_report(args):
         out.append(md_table(["benchmark", "allocator", "run", "status"],
                             [[r["bench"], r["alloc"], r["run"], r["status"]] for r in fails]))
         out.append("")
-    out.append("Files: `runs.csv` (every run, every key), `logs/` (stdout/stderr of each run)%s." %
-               ("".join(", `%s`" % c[0] for c in charts)))
+    out.append("Files: `runs.csv` (every run, every key), `logs/` (stdout/stderr of each run)%s%s." %
+               (", `verdict.txt` (the verdict lines)" if verdict else "", "".join(", `%s`" % c[0] for c in charts)))
     write_report(d, "report.md", out)
     return 0
 

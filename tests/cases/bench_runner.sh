@@ -2,7 +2,8 @@
 # bench_runner: a tiny end-to-end run of scripts/bench.sh (PRESET=tiny, RUNS=1,
 # glibc plus hakmem when build/libhakmem.so exists plus mimalloc when
 # installed) writes report.md, runs.csv and (with gnuplot) the charts; runs are
-# interleaved; benchmark/allocator selection and bad settings; a library that
+# interleaved; the verdict lines at the top and at the end of the run;
+# benchmark/allocator selection and bad settings; a library that
 # fails to preload is caught; the shared peers (mi241 mi343 snmalloc) are
 # offered only when their folder exists and pass the allocator check.
 set -euo pipefail
@@ -34,8 +35,16 @@ for b in random_mixed vm vm_cold larson xthread latency fragment churn churn8 ch
   grep -q "^## $b — " "$O/report.md" || fail "report.md has no section for $b"
 done
 grep -q '^\[ *1/[0-9]*\] random_mixed *glibc *run 1/1' "$TMPD/err" || fail "no progress lines on stderr"
+pngs="ratio.png peak_rss.png"
+if [[ " $allocs " == *" hakmem "* ]]; then
+  # the verdict: at the top of the report and again at the end of the run, before the path
+  [[ $(sed -n 5p "$O/report.md") == "- **hakmem vs glibc**: time "* ]] || fail "no verdict at the top of report.md"
+  tail -n 4 "$TMPD/out" | grep -q '^  hakmem vs glibc: time .*no interval from one round' ||
+    fail "the verdict is not printed at the end: $(tail -n 4 "$TMPD/out")"
+  pngs="$pngs verdict.png"
+fi
 if command -v gnuplot >/dev/null 2>&1; then
-  for p in ratio.png peak_rss.png; do
+  for p in $pngs; do
     [[ $(head -c 4 "$O/$p" 2>/dev/null | od -An -c | tr -d ' ') == '211PNG' ]] || fail "$p is not a PNG"
   done
 else

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_stats: the runners' statistics (scripts/lib/stats.py) on known numbers —
-# median/mean/stddev/CV exactly, the suite report's ratios and runs.csv, the
+# median/mean/stddev/CV exactly, the suite report's paired ratios and runs.csv, the
 # A/B verdicts and exit status, the soak summary's drift and window figures.
 set -euo pipefail
 # shellcheck source=scripts/lib/testlib.sh
@@ -49,11 +49,13 @@ results "$TMPD/report" ITERS=1 baseline mimalloc
 } >"$D/raw.tsv"
 "${S[@]}" report "$D" >"$TMPD/report.out" || fail "stats.py report failed"
 [[ -s $D/report.md && -s $D/runs.csv ]] || fail "report.md or runs.csv missing"
-grep -q '^| hakmem | 60.00 | 60.00 | 10.00 | 16.67 % | 0.545 | 2.0 | 100 | 3/4 |$' "$D/report.md" ||
+# ratio: the geometric mean of the rounds' ratios 0.5, 60/110 and 70/120 (run 4 has no pair);
+# interval exp(mean +- t(2) s / sqrt 3) of their logs (bench_verdict checks the intervals)
+grep -q '^| hakmem | 60.00 | 60.00 | 10.00 | 16.67 % | 0.542 \[0.447, 0.657\] | 2.0 | 100 | 3/4 |$' "$D/report.md" ||
   fail "random_mixed row of hakmem wrong: $(grep -m 1 '^| hakmem' "$D/report.md")"
 grep -q '^| mimalloc | 110.00 | 110.00 | 10.00 | 9.09 % | 1.000 | 2.0 | 100 | 3/3 |$' "$D/report.md" ||
   fail "random_mixed row of mimalloc wrong"
-grep -q '^| fragment | RSS after regrowth .* | 1.50 | 1.00 |$' "$D/report.md" || fail "summary ratio of fragment wrong"
+grep -q '^| fragment | RSS after regrowth .* | 1.50 (1 round) | 1.00 |$' "$D/report.md" || fail "summary ratio of fragment wrong"
 grep -q 'lower is better' "$D/report.md" || fail "no 'lower is better' note"
 grep -q '^| random_mixed | hakmem | 4 | exit-139 |$' "$D/report.md" || fail "failed run not listed"
 eq "runs.csv rows" "$(wc -l <"$D/runs.csv")" 10
@@ -72,11 +74,14 @@ results "$TMPD/report2" THREADS=2 baseline mimalloc baseline2 mi241
   r churn hakmem 1 ok "RESULT bench=churn elapsed_s=1.5$C"
 } >"$D/raw.tsv"
 "${S[@]}" report "$D" >/dev/null || fail "stats.py report (churn) failed"
-grep -q '^| churn | elapsed time \[s\] (`elapsed_s`), lower is better | 0.75 | 1.00 | 0.50 |$' "$D/report.md" ||
+grep -q '^| churn | elapsed time \[s\] (`elapsed_s`), lower is better | 0.75 (1 round) | 1.00 | 0.50 (1 round) |$' \
+  "$D/report.md" ||
   fail "churn summary ratios to mimalloc wrong: $(grep -m 1 '^| churn |' "$D/report.md")"
 grep -q '^## Summary: ratio to mi241' "$D/report.md" || fail "no summary against the second baseline"
-grep -q '^| churn | elapsed time .* | 1.50 | 2.00 | 1.00 |$' "$D/report.md" || fail "churn ratios to mi241 wrong"
-grep -q '^| hakmem | 1.500 | 1.500 | 0.000 | 0.00 % | 0.750 | 1.500 | 10.0 | 5 | 1/1 |$' "$D/report.md" ||
+grep -q '^| churn | elapsed time .* | 1.50 (1 round) | 2.00 (1 round) | 1.00 |$' "$D/report.md" ||
+  fail "churn ratios to mi241 wrong"
+grep -q '^| hakmem | 1.500 | 1.500 | 0.000 | 0.00 % | 0.750 (1 round) | 1.500 (1 round) | 10.0 | 5 | 1/1 |$' \
+  "$D/report.md" ||
   fail "churn row of hakmem wrong: $(grep -m 1 '^| hakmem' "$D/report.md")"
 grep -q '^| hakmem | .* | 5.0 |' "$D/report.md" || fail "peak_live_bytes not shown in MB"
 printf 'baseline2\tnone\n' >>"$D/meta.tsv"
