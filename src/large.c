@@ -73,6 +73,7 @@ static void* huge_aligned_alloc(size_t size, size_t align) {
   seg->large_fresh = 1;
   seg->used_pages = 1;
   seg->huge_aligned = 1;   /* in the huge table, not in the segment map */
+  seg->site = HAK_SITE_NONE;
   uintptr_t p = (uintptr_t)seg + align;
   bool ok = false;
   hak_lock(&huge_lock);
@@ -160,24 +161,140 @@ static hak_segment_t* large_grow_map(hak_segment_t* seg, size_t new_map) {
 
 #define LARGE_TRIM_MIN ((size_t)64 << 10)
 
-/* A large block: from the BigCache (resident pages, no syscall), else from
- * the release batch (decommitted but mapped), else a new mapping rounded up
- * to its BigCache class so it can be reused for any size of that class. */
-hak_warm void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
-  if (align > HAK_MAX_ALIGN_SEG) {
-    void* p = huge_aligned_alloc(size, align);   /* fresh mapping: already zero */
-    if (p) hak_segment_of((uint8_t*)p - align)->site = HAK_SITE_NONE;
-    return p;
-  }
-  uint32_t sidx = HAK_SITE_NONE;
-  int strategy = HAK_STRAT_CACHE;
-  uint64_t t0 = 0;
-  bool long_lived = false;
-  size_t final_size = 0;
+/* What the call site's record says of a new block (site.c), decided before
+ * the block is taken; without records, the BigCache's way. */
+typedef struct {
+  uint32_t sidx;        /* the site's entry, HAK_SITE_NONE without records */
+  int strategy;         /* HAK_STRAT_* */
+  uint64_t t0;          /* the episode's start (site.c) */
+  bool long_lived;      /* the site's blocks live long: trim what a reused mapping holds beyond them */
+  size_t final_size;    /* what the site's blocks grow to by realloc (0: not known) */
+} large_site_t;
+
+hak_warm static void site_decide(large_site_t* st, uintptr_t site) {
+  st->sidx = HAK_SITE_NONE;
+  st->strategy = HAK_STRAT_CACHE;
+  st->t0 = 0;
+  st->long_lived = false;
+  st->final_size = 0;
   if (sites_on()) {
-    sidx = _hak_site_index(site);
-    strategy = _hak_site_before_alloc(sidx, &t0, &long_lived, &final_size);
+    st->sidx = _hak_site_index(site);
+    st->strategy = _hak_site_before_alloc(st->sidx, &st->t0, &st->long_lived, &st->final_size);
   }
+}
+
+/* A held mapping for a block of the default alignment, `need` bytes with
+ * its header (and, secure, its guard page), or NULL.  Secure: one from the
+ * large quarantine (its fill checked there), advised for huge pages if a
+ * fresh one would be (thp.c).  Default: the BigCache's (resident, no
+ * syscall; for a site whose blocks grow by realloc, first one that covers
+ * what the block will grow to), else the release batch's (decommitted but
+ * mapped). */
+hak_warm static hak_segment_t* take_held(size_t need, size_t size, size_t final_size) {
+  hak_segment_t* seg;
+  if (HAK_SECURE) {
+    seg = _hak_secure_large_take(need);
+    if (seg != NULL) _hak_thp_held(seg, HAK_LARGE_HDR + size);
+    return seg;
+  }
+  if (final_size / 2 > size && final_size <= HAK_MAX_SIZE - HAK_LARGE_HDR) {
+    seg = _hak_bigcache_take_cover(need, hak_align_up(HAK_LARGE_HDR + final_size, HAK_OS_PAGE));
+    if (seg == NULL) seg = _hak_bigcache_take(need);
+  } else {
+    seg = _hak_bigcache_take(need);
+  }
+  if (seg != NULL && seg->map_size < need) {   /* a smaller, mostly touched block: grow it */
+    hak_segment_t* g = large_grow_map(seg, need);
+    if (g == NULL) _hak_release_large(seg);
+    seg = g;
+  }
+  if (seg == NULL) {
+    seg = _hak_batch_take(need);
+    /* a parked mapping is decommitted: its pages come back as it is used
+     * (a fresh mapping is checked in _hak_segment_alloc) */
+    if (seg != NULL) _hak_limit_grow(need);
+  }
+  return seg;
+}
+
+/* A new mapping for a block at `off` needing `need` bytes: rounded up to its
+ * BigCache class, so it can be reused for any size of that class, unless it
+ * is advised for huge pages (then exactly: thp.c, decided once here).  Out
+ * of address space or memory: what is cached is given back, and one retry.
+ * NULL with errno ENOMEM. */
+hak_warm static hak_segment_t* map_fresh(size_t need, size_t off, size_t size) {
+  bool huge = _hak_thp_exact(off + size);
+  size_t map = off == HAK_LARGE_HDR && !huge ? _hak_bigcache_map_size(need) : need;
+  size_t hint = huge ? size : 0;
+  _hak_os_reserve = true;   /* user-sized: subject to the overcommit policy */
+  hak_segment_t* seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE, hint, 0);
+  if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, hint, 0);
+  if (seg == NULL) {
+    _hak_bigcache_expire(0);
+    _hak_batch_flush();
+    seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, hint, 0);
+  }
+  _hak_os_reserve = false;
+  if (seg == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  seg->large_fresh = 1;
+  seg->huge_aligned = 0;
+  seg->pieced = 0;
+  seg->large_peak = 0;
+  seg->guard_off = 0;
+  return seg;
+}
+
+/* A reused mapping's resident pages beyond a long-lived block's request
+ * would idle for the block's long life: decommit them. */
+static void trim_resident(hak_segment_t* seg, size_t size) {
+  size_t from = hak_align_up(seg->large_off + size, HAK_OS_PAGE), to = hak_large_resident(seg);
+  if (to > from && _hak_decommit((uint8_t*)seg + from, to - from)) seg->large_peak = from - HAK_LARGE_HDR;
+}
+
+/* The block is live in its mapping (large_off and guard_off set): its
+ * header, its canary (secure), the trim of a long-lived block, the
+ * counters.  Returns the bytes of the block that were resident before (0
+ * for a fresh mapping), which the site's prefault and record use. */
+hak_warm static size_t block_setup(hak_segment_t* seg, size_t size, bool long_lived) {
+  seg->large_size = size;
+  seg->used_pages = 1;   /* live; 0 while cached or parked */
+  _hak_secure_large_alloc(seg);
+  if (long_lived && !seg->large_fresh && seg->large_peak > size + LARGE_TRIM_MIN) trim_resident(seg, size);
+  size_t resident_before = seg->large_fresh ? 0 : hak_align_up(seg->large_peak, HAK_OS_PAGE);
+  if (size > seg->large_peak) seg->large_peak = size;
+  atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
+  large_account(seg->map_size, 0);
+  large_usable(hak_large_usable(seg), 0);
+  return resident_before;
+}
+
+/* The after-steps: zeroed if asked (a fresh mapping is zero already),
+ * prefaulted by the site's strategy, recorded by the site (site.c) and by
+ * the heap profiler if it samples the block (prof.c). */
+hak_warm static void* block_ready(hak_segment_t* seg, size_t size, bool zero, const large_site_t* st,
+                                  size_t resident_before, uintptr_t site) {
+  void* p = (uint8_t*)seg + seg->large_off;
+  if (zero && !seg->large_fresh) memset(p, 0, size);
+  seg->prefaulted = 0;
+  if ((st->strategy == HAK_STRAT_PREFAULT || st->strategy == HAK_STRAT_POPULATE) && resident_before < size)
+    prefault(seg, p, size);
+  seg->large_fresh = 0;
+  seg->site = st->sidx;
+  if (st->sidx != HAK_SITE_NONE) _hak_site_after_alloc(st->sidx, seg, size, st->t0, resident_before);
+  seg->prof = 0;
+  if (hak_unlikely(hak_load_relaxed(&_hak_prof_on))) _hak_prof_large(seg, p, size, site);   /* sampled? (prof.c) */
+  return p;
+}
+
+/* A large block: a held mapping (take_held), else a new one (map_fresh);
+ * the secure build places the block to end at its guard page (secure.c). */
+hak_warm void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t site) {
+  if (align > HAK_MAX_ALIGN_SEG) return huge_aligned_alloc(size, align);   /* fresh mapping: already zero */
+  large_site_t st;
+  site_decide(&st, site);
   size_t off = align > HAK_LARGE_HDR ? align : HAK_LARGE_HDR;
   size_t need;
   if (__builtin_add_overflow(off, size ? size : 1, &need) || need > HAK_MAX_SIZE) {
@@ -187,127 +304,35 @@ hak_warm void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t 
   need = hak_align_up(need, HAK_OS_PAGE);
   bool guard = HAK_SECURE && off == HAK_LARGE_HDR;   /* secure: the block ends at a guard page */
   if (guard) need += HAK_OS_PAGE;
-  hak_segment_t* seg = NULL;
-  if (HAK_SECURE && off == HAK_LARGE_HDR) {
-    seg = _hak_secure_large_take(need);
-    if (seg != NULL) _hak_thp_held(seg, off + size);
-  } else if (off == HAK_LARGE_HDR) {
-    /* a site whose blocks grow by realloc: first a cached block that
-     * covers what this one will grow to */
-    if (final_size / 2 > size && final_size <= HAK_MAX_SIZE - HAK_LARGE_HDR) {
-      seg = _hak_bigcache_take_cover(need, hak_align_up(off + final_size, HAK_OS_PAGE));
-      if (seg == NULL) seg = _hak_bigcache_take(need);
-    } else {
-      seg = _hak_bigcache_take(need);
-    }
-    if (seg != NULL && seg->map_size < need) {   /* a smaller, mostly touched block: grow it */
-      hak_segment_t* g = large_grow_map(seg, need);
-      if (g == NULL) _hak_release_large(seg);
-      seg = g;
-    }
-    if (seg == NULL) {
-      seg = _hak_batch_take(need);
-      /* a parked mapping is decommitted: its pages come back as it is used
-       * (a fresh mapping is checked in _hak_segment_alloc) */
-      if (seg != NULL) _hak_limit_grow(need);
-    }
-  }
-  if (seg == NULL) {
-    /* decided once: an advised block is mapped exactly (thp.c) */
-    bool huge = _hak_thp_exact(off + size);
-    size_t map = off == HAK_LARGE_HDR && !huge ? _hak_bigcache_map_size(need) : need;
-    _hak_os_reserve = true;   /* user-sized: subject to the overcommit policy */
-    seg = _hak_segment_alloc(map, off, HAK_SEG_LARGE, huge ? size : 0, 0);
-    if (seg == NULL && map != need) seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, huge ? size : 0, 0);
-    if (seg == NULL) {
-      /* out of address space or memory: give back what is cached and retry once */
-      _hak_bigcache_expire(0);
-      _hak_batch_flush();
-      seg = _hak_segment_alloc(need, off, HAK_SEG_LARGE, huge ? size : 0, 0);
-      if (seg == NULL) {
-        _hak_os_reserve = false;
-        errno = ENOMEM;
-        return NULL;
-      }
-    }
-    _hak_os_reserve = false;
-    seg->large_fresh = 1;
-    seg->huge_aligned = 0;
-    seg->pieced = 0;
-    seg->large_peak = 0;
-    seg->guard_off = 0;
-  }
+  hak_segment_t* seg = off == HAK_LARGE_HDR ? take_held(need, size, st.final_size) : NULL;
+  if (seg == NULL && (seg = map_fresh(need, off, size)) == NULL) return NULL;
   seg->large_off = off;
-  if (guard) {
-    /* The block ends at the guard page, to its alignment (16, or the
-     * caller's up to HAK_LARGE_HDR: memalign & co.).  A new mapping gets its
-     * guard (and its headroom after it: a write far past the block faults
-     * too) once; a held mapping (secure quarantine) keeps where it has it
-     * and the block moves up to end there, or its accessible part grows to
-     * the block's end (more rights: no other CPU's TLB to flush, which is
-     * what an mprotect to PROT_NONE of used pages costs: docs/SECURITY.md). */
-    size_t end = off + hak_align_up(size, HAK_OS_PAGE), a = align > 16 ? align : 16;
-    if (seg->guard_off == 0)
-      seg->guard_off = _hak_os_protect((uint8_t*)seg + end, seg->map_size - end, PROT_NONE) ? end : seg->map_size;
-    else if (seg->guard_off < end && _hak_os_protect((uint8_t*)seg + seg->guard_off, end - seg->guard_off,
-                                                     PROT_READ | PROT_WRITE))
-      seg->guard_off = end;
-    if (seg->guard_off > end && seg->guard_off - size >= HAK_SEG_SIZE &&
-        _hak_os_protect((uint8_t*)seg + end, seg->guard_off - end, PROT_NONE))
-      seg->guard_off = end;   /* (rare: the block must start in the first HAK_SEG_SIZE, where free finds it) */
-    if (seg->guard_off >= end && seg->guard_off - size < HAK_SEG_SIZE)
-      seg->large_off = (seg->guard_off - size) & ~(a - 1);   /* >= off: a divides off */
-  } else {
-    seg->guard_off = 0;
-  }
-  seg->large_size = size;
-  seg->used_pages = 1;   /* live; 0 while cached or parked */
-  _hak_secure_large_alloc(seg);
-  if (long_lived && !seg->large_fresh && seg->large_peak > size + LARGE_TRIM_MIN) {
-    /* a reused block's resident pages beyond the request would idle for the
-     * long life of the block: decommit them */
-    size_t from = hak_align_up(seg->large_off + size, HAK_OS_PAGE), to = hak_large_resident(seg);
-    if (to > from && _hak_decommit((uint8_t*)seg + from, to - from)) seg->large_peak = from - HAK_LARGE_HDR;
-  }
-  size_t resident_before = seg->large_fresh ? 0 : hak_align_up(seg->large_peak, HAK_OS_PAGE);
-  if (size > seg->large_peak) seg->large_peak = size;
-  atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
-  large_account(seg->map_size, 0);
-  large_usable(hak_large_usable(seg), 0);
-  void* p = (uint8_t*)seg + seg->large_off;
-  if (zero && !seg->large_fresh) memset(p, 0, size);
-  seg->prefaulted = 0;
-  if ((strategy == HAK_STRAT_PREFAULT || strategy == HAK_STRAT_POPULATE) && resident_before < size)
-    prefault(seg, p, size);
-  seg->large_fresh = 0;
-  seg->site = sidx;
-  if (sidx != HAK_SITE_NONE) _hak_site_after_alloc(sidx, seg, size, t0, resident_before);
-  seg->prof = 0;
-  if (hak_unlikely(hak_load_relaxed(&_hak_prof_on))) _hak_prof_large(seg, p, size, site);   /* sampled? (prof.c) */
-  return p;
+  if (guard) _hak_secure_large_place(seg, size, align);
+  else seg->guard_off = 0;
+  size_t resident_before = block_setup(seg, size, st.long_lived);
+  return block_ready(seg, size, zero, &st, resident_before, site);
 }
 
 /* The block's usable size: its request rounded to whole pages (the mapping
  * may be larger: headroom for reuse, which the block does not own). */
 
-hak_warm void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
-  if (seg->used_pages != 1) {
-    _hak_double_free(op, p, 0);
-    return;
-  }
-  /* A heap-profile sample is no longer live.  A small block the profiler
-   * served here has no reuse beyond the next sample: its pages go back at
-   * once (below) rather than wait in the BigCache, where a small program's
-   * freed samples held more than its slabs (espresso: 180 KiB).  (With
-   * call-site records on, HAKMEM_STATS or HAKMEM_LEARN, the site's own
-   * strategy decides, as for any large block.) */
-  bool small_sample = false;
-  if (hak_unlikely(seg->prof)) {
-    seg->prof = 0;
-    small_sample = hak_large_usable(seg) <= HAK_MEDIUM_MAX;
-    _hak_prof_free(p);
-  }
-  _hak_secure_large_check(seg, op);
+/* A heap-profile sample is no longer live (prof.c).  True when the
+ * profiler served a small block here: it has no reuse beyond the next
+ * sample, so its pages go back at once rather than wait in the BigCache,
+ * where a small program's freed samples held more than its slabs
+ * (espresso: 180 KiB).  (With call-site records on, HAKMEM_STATS or
+ * HAKMEM_LEARN, the site's own strategy decides, as for any large block.) */
+static bool sample_freed(hak_segment_t* seg, void* p) {
+  seg->prof = 0;
+  bool small = hak_large_usable(seg) <= HAK_MEDIUM_MAX;
+  _hak_prof_free(p);
+  return small;
+}
+
+/* The block is no longer live: unpinned from the BigCache's budget, its
+ * address remembered (a later double free is named), the counters, and the
+ * sample of how much of it was touched (thp.c). */
+hak_warm static void block_retire(hak_segment_t* seg, void* p) {
   seg->used_pages = 0;
   _hak_bigcache_unpin(seg, SIZE_MAX);
   if (seg->guard_off && !HAK_SECURE) {   /* (secure: the block is not reused) */
@@ -320,6 +345,44 @@ hak_warm void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   large_account(0, seg->map_size);
   large_usable(0, hak_large_usable(seg));
   if (_hak_thp_wants_sample(seg)) _hak_thp_sample(_hak_site_touched(seg));
+}
+
+/* A freed block of a site with records: where it goes is the site's
+ * strategy (site.c), and the episode is recorded. */
+hak_warm static void free_by_site(hak_segment_t* seg) {
+  uint64_t t0;
+  uint32_t sidx = seg->site;
+  int st = _hak_site_on_free(seg, &t0);
+  bool cached = false;
+  size_t resident = hak_large_resident(seg);
+  if (st == HAK_STRAT_CACHE || st == HAK_STRAT_PREFAULT) {
+    /* within the site's learned ring, else decommitted (kept mapped) */
+    if (_hak_site_ring_enter(seg)) {
+      cached = _hak_bigcache_put(seg);
+      if (!cached) _hak_site_ring_leave(seg);
+    }
+    if (!cached) _hak_release_large(seg);
+  } else if (st == HAK_STRAT_RELEASE || st == HAK_STRAT_POPULATE) {
+    _hak_unmap_large(seg);
+  } else {
+    _hak_release_large(seg);
+  }
+  /* seg may be gone (unmapped) or reused by another thread by now: the
+   * episode is recorded from values taken before */
+  _hak_site_after_free(sidx, st, t0, cached ? resident : 0);
+}
+
+/* A large block freed: a huge-aligned one unmapped, a secure one held in
+ * the quarantine (quarantine.c), else kept in the BigCache or released as
+ * its site's strategy says; then the release clock ticks. */
+hak_warm void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
+  if (seg->used_pages != 1) {
+    _hak_double_free(op, p, 0);
+    return;
+  }
+  bool small_sample = hak_unlikely(seg->prof) && sample_freed(seg, p);
+  _hak_secure_large_check(seg, op);
+  block_retire(seg, p);
   if (seg->huge_aligned) {
     huge_remove((uintptr_t)p);
     _hak_os_unmap(seg, seg->map_size);
@@ -333,26 +396,7 @@ hak_warm void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     if (small_sample || !_hak_bigcache_put(seg)) _hak_release_large(seg);
     _hak_background_wake();   /* the cache's blocks age while the program idles */
   } else {
-    uint64_t t0;
-    uint32_t sidx = seg->site;
-    int st = _hak_site_on_free(seg, &t0);
-    bool cached = false;
-    size_t resident = hak_large_resident(seg);
-    if (st == HAK_STRAT_CACHE || st == HAK_STRAT_PREFAULT) {
-      /* within the site's learned ring, else decommitted (kept mapped) */
-      if (_hak_site_ring_enter(seg)) {
-        cached = _hak_bigcache_put(seg);
-        if (!cached) _hak_site_ring_leave(seg);
-      }
-      if (!cached) _hak_release_large(seg);
-    } else if (st == HAK_STRAT_RELEASE || st == HAK_STRAT_POPULATE) {
-      _hak_unmap_large(seg);
-    } else {
-      _hak_release_large(seg);
-    }
-    /* seg may be gone (unmapped) or reused by another thread by now: the
-     * episode is recorded from values taken before */
-    _hak_site_after_free(sidx, st, t0, cached ? resident : 0);
+    free_by_site(seg);
   }
   hak_heap_t* h = hak_heap_get();
   if (h != &_hak_heap_empty) {
@@ -373,6 +417,78 @@ bool _hak_large_recently_freed(const void* p) {
  * mapping stays one mapping), above it its pages are moved by mremap. */
 #define LARGE_COPY_MAX ((size_t)1 << 20)
 
+/* The new size fits the mapping (it has headroom); when it shrank a lot,
+ * the tail beyond the headroom a new block of this size would get is given
+ * back. */
+static void* resize_in_map(hak_segment_t* seg, void* p, size_t size, size_t new_map, size_t usable) {
+  size_t off = seg->large_off;
+  size_t keep = _hak_bigcache_map_size(new_map);
+  if (size < seg->large_size && keep < seg->map_size && seg->map_size - keep >= (size_t)256 * 1024 && !seg->huge_aligned) {
+    if (_hak_os_unmap((uint8_t*)seg + keep, seg->map_size - keep)) {
+      large_account(0, seg->map_size - keep);
+      seg->map_size = keep;
+      if (seg->large_peak > keep - off) seg->large_peak = keep - off;
+    }
+  }
+  seg->large_size = size;
+  large_usable(hak_large_usable(seg), usable);
+  if (size > seg->large_peak) seg->large_peak = size;
+  _hak_bigcache_unpin(seg, off + size);
+  return p;
+}
+
+/* Move a block's touched pages over the start of cached block b, header
+ * included (seg's mapping is gone after): copied while it is small, or made
+ * of two pieces, which mremap cannot move as one (a copy keeps b one
+ * mapping: mremap cannot later grow a range made of two moved pieces); else
+ * moved by mremap.  False: nothing moved, seg is still there. */
+static bool move_pages(hak_segment_t* seg, hak_segment_t* b, void* p, size_t usable) {
+  size_t off = seg->large_off, old_map = seg->map_size;
+  size_t len = hak_align_up(off + (seg->large_peak > seg->large_size ? seg->large_peak : seg->large_size), HAK_OS_PAGE);
+  if (len > old_map) len = old_map;
+  if (len - off <= LARGE_COPY_MAX || seg->pieced) {
+    uint8_t b_pieced = b->pieced;
+    memcpy(b, seg, sizeof *seg);
+    b->pieced = b_pieced;
+    memcpy((uint8_t*)b + off, p, usable);
+    _hak_os_unmap(seg, old_map);
+    return true;
+  }
+  if (_hak_os_remap(seg, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, b) != b) return false;
+  if (old_map > len) _hak_os_unmap((uint8_t*)seg + len, old_map - len);
+  b->pieced = 1;
+  return true;
+}
+
+/* A cached block whose touched extent covers the new size: the block moves
+ * over the start of it and grows into resident memory (no page faults),
+ * rather than into fresh pages.  NULL when there is none, or the move
+ * failed (the cached block is then given back). */
+static void* move_into_cached(hak_segment_t* seg, void* p, size_t size, size_t new_map, size_t usable) {
+  size_t off = seg->large_off;
+  hak_segment_t* b = _hak_bigcache_take_cover(new_map, off + size);
+  if (b == NULL) return NULL;
+  size_t old_map = seg->map_size, b_map = b->map_size, b_peak = b->large_peak, b_pinned = b->pinned;
+  _hak_segmap_set(seg, false);   /* before its range is given up (see large_grow_map) */
+  if (!move_pages(seg, b, p, usable)) {
+    _hak_segmap_set(seg, true);   /* could not move: still here */
+    _hak_bigcache_unpin(b, SIZE_MAX);
+    _hak_release_large(b);   /* ... and give b back */
+    return NULL;
+  }
+  atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
+  _hak_bigcache_unpin(b, SIZE_MAX);   /* b's header is now the block's: its pin is the old one */
+  b->pinned = b_pinned;
+  b->map_size = b_map;   /* b's header page is now the block's own */
+  b->large_size = size;
+  b->large_peak = b_peak > size ? b_peak : size;
+  large_account(b_map - old_map, 0);
+  large_usable(hak_large_usable(b), usable);
+  return (uint8_t*)b + off;
+}
+
+/* In the mapping, else into a cached block, else the mapping grown in place
+ * or its pages moved to a fresh range (no copy); NULL: the caller copies. */
 static void* large_realloc(hak_segment_t* seg, void* p, size_t size) {
   size_t off = seg->large_off;
   size_t usable = hak_large_usable(seg);
@@ -380,66 +496,11 @@ static void* large_realloc(hak_segment_t* seg, void* p, size_t size) {
     return NULL;   /* becomes small (or a huge-aligned block grows): the caller copies */
   }
   size_t new_map = hak_align_up(off + size, HAK_OS_PAGE);
-  if (new_map <= seg->map_size) {
-    /* fits the mapping (it has headroom); when it shrank a lot, give back
-     * the tail beyond the headroom a new block of this size would get */
-    size_t keep = _hak_bigcache_map_size(new_map);
-    if (size < seg->large_size && keep < seg->map_size && seg->map_size - keep >= (size_t)256 * 1024 && !seg->huge_aligned) {
-      if (_hak_os_unmap((uint8_t*)seg + keep, seg->map_size - keep)) {
-        large_account(0, seg->map_size - keep);
-        seg->map_size = keep;
-        if (seg->large_peak > keep - off) seg->large_peak = keep - off;
-      }
-    }
-    seg->large_size = size;
-    large_usable(hak_large_usable(seg), usable);
-    if (size > seg->large_peak) seg->large_peak = size;
-    _hak_bigcache_unpin(seg, off + size);
-    return p;
-  }
-  /* a cached block whose touched extent covers the new size: move the
-   * block's touched pages over the start of it and grow into resident
-   * memory (no page faults), rather than into fresh pages */
+  if (new_map <= seg->map_size) return resize_in_map(seg, p, size, new_map, usable);
   if (!seg->huge_aligned) {
-    hak_segment_t* b = _hak_bigcache_take_cover(new_map, off + size);
-    if (b != NULL) {
-      size_t len = hak_align_up(off + (seg->large_peak > seg->large_size ? seg->large_peak : seg->large_size), HAK_OS_PAGE);
-      if (len > seg->map_size) len = seg->map_size;
-      size_t old_map = seg->map_size, b_map = b->map_size, b_peak = b->large_peak, b_pinned = b->pinned;
-      uint8_t b_pieced = b->pieced;
-      bool moved;
-      _hak_segmap_set(seg, false);   /* before its range is given up (see large_grow_map) */
-      if (len - off <= LARGE_COPY_MAX || seg->pieced) {
-        /* small yet (or two pieces, which mremap cannot move as one): copy
-         * it, which keeps b one mapping (mremap cannot later grow a range
-         * made of two moved pieces) */
-        memcpy(b, seg, sizeof *seg);
-        b->pieced = b_pieced;
-        memcpy((uint8_t*)b + off, p, usable);
-        _hak_os_unmap(seg, old_map);
-        moved = true;
-      } else {
-        moved = _hak_os_remap(seg, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, b) == b;
-        if (moved && old_map > len) _hak_os_unmap((uint8_t*)seg + len, old_map - len);
-        if (moved) b->pieced = 1;
-      }
-      if (moved) {
-        atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
-        _hak_bigcache_unpin(b, SIZE_MAX);   /* b's header is now the block's: its pin is the old one */
-        b->pinned = b_pinned;
-        b->map_size = b_map;   /* b's header page is now the block's own */
-        b->large_size = size;
-        b->large_peak = b_peak > size ? b_peak : size;
-        large_account(b_map - old_map, 0);
-        large_usable(hak_large_usable(b), usable);
-        return (uint8_t*)b + off;
-      }
-      _hak_segmap_set(seg, true);   /* could not move: still here */
-      _hak_bigcache_unpin(b, SIZE_MAX);
-      _hak_release_large(b);   /* ... and give b back */
-    }
+    void* q = move_into_cached(seg, p, size, new_map, usable);
+    if (q != NULL) return q;
   }
-  /* grow the mapping in place, or move its pages to a fresh range (no copy) */
   size_t old_map = seg->map_size;
   hak_segment_t* nseg = large_grow_map(seg, new_map);
   if (nseg == NULL) return NULL;   /* last resort: the caller copies */

@@ -511,11 +511,14 @@ static bool disjoint(const uint64_t* x, const uint64_t* y, size_t words) {
   return true;
 }
 
-static void mesh_class(hak_heap_t* h, size_t cls, plan_t* p) {
+/* The plan's slabs: the heap's of class cls (nb blocks a slab), their
+ * remote frees collected (a full one that got blocks back goes to its class
+ * list, an emptied one is released), each with its map of live blocks.
+ * Returns how many are sparse (at most half live); 0 when fewer than two. */
+static size_t plan_gather(hak_heap_t* h, size_t cls, plan_t* p, uint32_t nb) {
   p->n = 0;
   _hak_heap_foreach_slab(h, cls, plan_add, p);
-  if (p->n < 2) return;
-  uint32_t nb = (uint32_t)(HAK_PAGE_SIZE / _hak_class_size[cls]);
+  if (p->n < 2) return 0;
   p->words = (nb + 63) / 64;
   size_t sparse = 0;
   for (size_t i = 0; i < p->n; i++) {
@@ -540,16 +543,24 @@ static void mesh_class(hak_heap_t* h, size_t cls, plan_t* p) {
     p->role[i] = 0;
     if (2 * p->cnt[i] <= nb) sparse++;
   }
-  if (sparse == 0) return;
-  for (size_t gap = p->n / 2; gap > 0; gap /= 2)   /* sparsest first (shell sort: no libc allocation) */
+  return sparse;
+}
+
+/* The plan's order: sparsest first (shell sort: no libc allocation). */
+static void plan_sort(plan_t* p) {
+  for (size_t gap = p->n / 2; gap > 0; gap /= 2)
     for (size_t i = gap; i < p->n; i++)
       for (size_t j = i; j >= gap && p->cnt[p->order[j - gap]] > p->cnt[p->order[j]]; j -= gap) {
         uint32_t t = p->order[j];
         p->order[j] = p->order[j - gap];
         p->order[j - gap] = t;
       }
-  /* the plan: each sparse slab onto the densest root it fits (disjoint live
-   * blocks), trying at most MESH_PROBES roots from the dense end */
+}
+
+/* The plan: each sparse slab onto the densest root it fits (disjoint live
+ * blocks), trying at most MESH_PROBES roots from the dense end, while the
+ * mesh table has room for the entries it needs. */
+static void plan_pairs(plan_t* p, uint32_t nb) {
   size_t used = hak_load_relaxed(&_hak_mesh_entries);
   size_t room = used < mesh_max ? mesh_max - used : 0;
   for (size_t k = 0; k < p->n && room > 2; k++) {
@@ -577,7 +588,13 @@ static void mesh_class(hak_heap_t* h, size_t cls, plan_t* p) {
       break;
     }
   }
-  /* carry it out, root by root */
+}
+
+/* Carry the plan out, root by root: the root promoted to a mesh entry if
+ * it is not one yet, each slab planned onto it absorbed (or put back on its
+ * list when it cannot be), the root's free list rebuilt from what it now
+ * holds. */
+static void plan_carry_out(hak_heap_t* h, plan_t* p) {
   for (size_t j = 0; j < p->n; j++) {
     if (p->role[j] != 1) continue;
     hak_slab_t* a = p->slab[j];
@@ -601,6 +618,16 @@ static void mesh_class(hak_heap_t* h, size_t cls, plan_t* p) {
     }
     _hak_slab_attach(h, a);
   }
+}
+
+/* Mesh the heap's slabs of one class: gather them, plan sparse ones onto
+ * denser roots, carry the plan out. */
+static void mesh_class(hak_heap_t* h, size_t cls, plan_t* p) {
+  uint32_t nb = (uint32_t)(HAK_PAGE_SIZE / _hak_class_size[cls]);
+  if (plan_gather(h, cls, p, nb) == 0) return;
+  plan_sort(p);
+  plan_pairs(p, nb);
+  plan_carry_out(h, p);
 }
 
 /* The heap's meshed pages: frees into aliases go to their roots (dissolving

@@ -134,8 +134,9 @@ void* _hak_secure_quarantine_pop(bool dying) {
  * of requests; the block that leaves has its fill checked and is unmapped.
  * A new large block may take the mapping of one of them, but never of the
  * LARGE_QUAR_NEW most recently freed: its fill is checked and the new block
- * placed to end at the mapping's guard page (large.c), with no further
- * pass (what lies outside a live block is fill).  So malloc does not return
+ * placed to end at the mapping's guard page (secure.c,
+ * _hak_secure_large_place), with no further pass (what lies outside a live
+ * block is fill).  So malloc does not return
  * a block just freed, a read after free sees fill, a write after free is
  * reported when the mapping is taken or let go, and no earlier owner's
  * bytes are handed out.  No page changes protection on the way: an mprotect
@@ -239,7 +240,7 @@ hak_segment_t* _hak_secure_large_take(size_t need) {
     size_t i = (lq_head + k) % LARGE_QUAR_N;
     hak_segment_t* c = lq_slot[i];
     /* (and the block can end at its guard page while it starts in the
-     * first HAK_SEG_SIZE bytes, where free finds it: large.c) */
+     * first HAK_SEG_SIZE bytes, where free finds it: _hak_secure_large_place) */
     if (c->guard_off != 0 && c->map_size >= need && c->map_size <= _hak_bigcache_map_size(need) &&
         c->guard_off + 2 * HAK_OS_PAGE + HAK_LARGE_HDR < HAK_SEG_SIZE + need) {
       seg = c;

@@ -73,17 +73,16 @@ static bool free_map(hak_slab_t* s, uint64_t* map, uint32_t nb) {
   return true;
 }
 
-/* Drop the all-free pages of one slab (its remote frees collected); the
- * pages dropped. */
-static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
+#define NEWDROP_WORDS (HAK_SLAB_MAX_PAGES * OS_PER_PAGE / 64)
+
+/* The 4 KiB pages of slab s (nb blocks up to limit, free ones in map) not
+ * given back yet whose every overlapping block is free, in newdrop; false
+ * when there is none. */
+static bool free_pages(hak_slab_t* s, const uint64_t* map, uint64_t* newdrop) {
   hak_segment_t* seg = hak_segment_of(s);
   size_t idx = hak_slab_index(s);
-  uint32_t limit = hak_slab_limit(s), bsize = s->bsize, nb = limit / bsize;
-  if (nb > SCAV_MAX_BLOCKS) return 0;
-  if (s->free == NULL || !free_map(s, map, nb)) return 0;
-  /* pages whose every overlapping block is free */
+  uint32_t limit = hak_slab_limit(s), bsize = s->bsize;
   size_t nos = (size_t)s->npages * OS_PER_PAGE;
-  uint64_t newdrop[HAK_SLAB_MAX_PAGES * OS_PER_PAGE / 64] = {0};
   bool any = false;
   for (size_t j = 0; j < nos; j++) {
     size_t lo = j * HAK_OS_PAGE;
@@ -96,10 +95,14 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
       any = true;
     }
   }
-  if (!any) return 0;
-  /* rebuild the free list in address order without the blocks on dropped
-   * pages: those become phantoms */
+  return any;
+}
+
+/* The free list rebuilt in address order without the blocks on the pages
+ * of newdrop: those become phantoms.  Returns how many did. */
+static uint32_t relink_free(hak_slab_t* s, const uint64_t* map, uint32_t nb, const uint64_t* newdrop) {
   uint8_t* start = hak_slab_start(s);
+  uint32_t bsize = s->bsize;
   hak_block_t* head = NULL;
   hak_block_t* last = NULL;
   uint32_t phantoms = 0;
@@ -119,8 +122,16 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
   }
   if (last != NULL) hak_block_set_next(last, NULL);
   s->free = head;
-  __atomic_store_n(&seg->nphantom[idx], (uint16_t)(seg->nphantom[idx] + phantoms), __ATOMIC_RELAXED);
-  /* give the pages back, a run at a time */
+  return phantoms;
+}
+
+/* The pages of newdrop marked given back and given back, a run at a time;
+ * how many. */
+static size_t give_back(hak_slab_t* s, const uint64_t* newdrop) {
+  hak_segment_t* seg = hak_segment_of(s);
+  size_t idx = hak_slab_index(s);
+  size_t nos = (size_t)s->npages * OS_PER_PAGE;
+  uint8_t* start = hak_slab_start(s);
   size_t n = 0;
   for (size_t j = 0; j < nos;) {
     if (!((newdrop[j / 64] >> (j % 64)) & 1)) {
@@ -143,6 +154,21 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
     j = k;
   }
   return n;
+}
+
+/* Drop the all-free pages of one slab (its remote frees collected); the
+ * pages dropped. */
+static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
+  hak_segment_t* seg = hak_segment_of(s);
+  size_t idx = hak_slab_index(s);
+  uint32_t nb = hak_slab_limit(s) / s->bsize;
+  if (nb > SCAV_MAX_BLOCKS) return 0;
+  if (s->free == NULL || !free_map(s, map, nb)) return 0;
+  uint64_t newdrop[NEWDROP_WORDS] = {0};
+  if (!free_pages(s, map, newdrop)) return 0;
+  uint32_t phantoms = relink_free(s, map, nb, newdrop);
+  __atomic_store_n(&seg->nphantom[idx], (uint16_t)(seg->nphantom[idx] + phantoms), __ATOMIC_RELAXED);
+  return give_back(s, newdrop);
 }
 
 /* Clear the slab's given-back marks; the pages they named. */

@@ -451,9 +451,10 @@ bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) {
 #endif /* HAK_SECURE */
 
 /* ---------------------------------------------------------------- large blocks
- * A large block ends at a guard page (large.c); below it, a canary of
- * LARGE_CANARY bytes (in the header page's slack, or below an aligned
- * block), checked on free and realloc: an underflow.  A freed large block is
+ * A large block ends at a guard page (placed there by
+ * _hak_secure_large_place); below it, a canary of LARGE_CANARY bytes (in
+ * the header page's slack, or below an aligned block), checked on free and
+ * realloc: an underflow.  A freed large block is
  * filled, canary included, up to its guard page (or the end of its last
  * page): every byte of a held mapping outside a live block is fill or was
  * never written, so a new block taken from it holds no earlier owner's
@@ -468,6 +469,29 @@ void _hak_secure_large_alloc(hak_segment_t* seg) {
   seg->sec_array = 0;
   uint64_t* c = (uint64_t*)((uint8_t*)seg + seg->large_off - LARGE_CANARY);
   for (int i = 0; i < LARGE_CANARY / 8; i++) c[i] = hak_sec_cookie(&c[i]);
+}
+
+/* A large block of the default alignment ends at its mapping's guard page,
+ * to its alignment (16, or the caller's up to HAK_LARGE_HDR: memalign & co.;
+ * large_off is HAK_LARGE_HDR on entry, which the alignment divides).  A new mapping
+ * (guard_off 0) gets its guard, and its headroom after it (a write far past
+ * the block faults too), once; a held mapping (the large quarantine) keeps
+ * where it has it and the block moves up to end there, or its accessible
+ * part grows to the block's end (more rights: no other CPU's TLB to flush,
+ * which is what an mprotect to PROT_NONE of used pages costs:
+ * docs/SECURITY.md).  Sets guard_off and large_off. */
+void _hak_secure_large_place(hak_segment_t* seg, size_t size, size_t align) {
+  size_t end = seg->large_off + hak_align_up(size, HAK_OS_PAGE), a = align > 16 ? align : 16;
+  if (seg->guard_off == 0)
+    seg->guard_off = _hak_os_protect((uint8_t*)seg + end, seg->map_size - end, PROT_NONE) ? end : seg->map_size;
+  else if (seg->guard_off < end && _hak_os_protect((uint8_t*)seg + seg->guard_off, end - seg->guard_off,
+                                                   PROT_READ | PROT_WRITE))
+    seg->guard_off = end;
+  if (seg->guard_off > end && seg->guard_off - size >= HAK_SEG_SIZE &&
+      _hak_os_protect((uint8_t*)seg + end, seg->guard_off - end, PROT_NONE))
+    seg->guard_off = end;   /* (rare: the block must start in the first HAK_SEG_SIZE, where free finds it) */
+  if (seg->guard_off >= end && seg->guard_off - size < HAK_SEG_SIZE)
+    seg->large_off = (seg->guard_off - size) & ~(a - 1);   /* >= HAK_LARGE_HDR: a divides it */
 }
 
 void _hak_secure_large_check(hak_segment_t* seg, const char* op) {

@@ -77,6 +77,7 @@ _Noreturn void _hak_secure_fill_failed(void* b, size_t at, uint32_t bsize);
 void* _hak_secure_quarantine_pop(bool dying);
 void _hak_secure_flush(bool dying);
 void _hak_secure_init(void);
+void _hak_secure_large_place(hak_segment_t* seg, size_t size, size_t align);
 void _hak_secure_large_alloc(hak_segment_t* seg);
 void _hak_secure_large_check(hak_segment_t* seg, const char* op);
 void _hak_secure_large_fill(hak_segment_t* seg);
@@ -201,6 +202,7 @@ hak_inline void _hak_secure_segment_guards(hak_segment_t* seg) { (void)seg; }
 hak_inline bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) { (void)seg, (void)idx, (void)npages; return true; }
 hak_inline void _hak_secure_flush(bool dying) { (void)dying; }
 hak_inline void _hak_secure_init(void) {}
+hak_inline void _hak_secure_large_place(hak_segment_t* seg, size_t size, size_t align) { (void)seg, (void)size, (void)align; }
 hak_inline void _hak_secure_large_alloc(hak_segment_t* seg) { (void)seg; }
 hak_inline void _hak_secure_large_check(hak_segment_t* seg, const char* op) { (void)seg, (void)op; }
 hak_inline void _hak_secure_large_quarantine(hak_segment_t* seg) { (void)seg; }

@@ -32,36 +32,44 @@ void _hak_sb_add(hak_sbuf_t* sb, const char* fmt, ...) {
   va_end(ap);
 }
 
-static size_t stats_format(char* buf, size_t cap) {
-  hak_sbuf_t sb = {buf, 0, cap};
+/* The report, a section a function, in the order it is printed: the header
+ * and the small blocks; the large blocks and the BigCache; scavenging and
+ * meshing when on; the release policy, the limit and the call sites;
+ * segments, pages and threads; the OS's counts and the RSS. */
+static void report_small(hak_sbuf_t* sb) {
   heap_sums_t sums = {{0}, 0};
   _hak_heaps_foreach(sum_heap, &sums);
-  _hak_sb_add(&sb, "hakmem: stats (version %s, pid %d, profile %s)\n", HAKMEM_VERSION, (int)getpid(),
+  _hak_sb_add(sb, "hakmem: stats (version %s, pid %d, profile %s)\n", HAKMEM_VERSION, (int)getpid(),
          _hak_profile_name(hak_opt(PROFILE)));
-  _hak_sb_add(&sb, "classes: size mallocs\n");
+  _hak_sb_add(sb, "classes: size mallocs\n");
   uint64_t total = 0;
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     uint64_t n = sums.nmalloc[c] + hak_load_relaxed(&_hak_stat_nmalloc_dead[c]);
     total += n;
-    if (n) _hak_sb_add(&sb, "  class %2zu %7u B %14llu\n", c, _hak_class_size[c], (unsigned long long)n);
+    if (n) _hak_sb_add(sb, "  class %2zu %7u B %14llu\n", c, _hak_class_size[c], (unsigned long long)n);
   }
-  _hak_sb_add(&sb, "small: mallocs=%llu refills=%llu slab_pages=%zu (%zu KiB) borrowed=%llu\n", (unsigned long long)total,
+  _hak_sb_add(sb, "small: mallocs=%llu refills=%llu slab_pages=%zu (%zu KiB) borrowed=%llu\n", (unsigned long long)total,
          (unsigned long long)(sums.refills + hak_load_relaxed(&_hak_stat_refills_dead)),
          hak_load_relaxed(&_hak_stat_slab_pages), hak_load_relaxed(&_hak_stat_slab_pages) * (HAK_PAGE_SIZE / 1024),
          (unsigned long long)hak_load_relaxed(&_hak_stat_borrowed));
-  _hak_sb_add(&sb, "large: allocs=%llu frees=%llu live_bytes=%llu peak_bytes=%llu\n",
+}
+
+static void report_large(hak_sbuf_t* sb) {
+  _hak_sb_add(sb, "large: allocs=%llu frees=%llu live_bytes=%llu peak_bytes=%llu\n",
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_allocs),
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_frees),
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_bytes),
          (unsigned long long)hak_load_relaxed(&_hak_stat_large_peak_bytes));
-  uint64_t bh, bm, be, rc, rb, ru;
-  size_t bb, bmap, parked, pmap;
+  uint64_t bh, bm, be;
+  size_t bb, bmap;
   _hak_bigcache_stats(&bh, &bm, &be, &bb, &bmap);
-  _hak_release_stats(&rc, &rb, &ru, &parked, &pmap);
-  _hak_sb_add(&sb, "bigcache: hits=%llu misses=%llu evictions=%llu bytes=%zu mapped=%zu\n", (unsigned long long)bh,
+  _hak_sb_add(sb, "bigcache: hits=%llu misses=%llu evictions=%llu bytes=%zu mapped=%zu\n", (unsigned long long)bh,
          (unsigned long long)bm, (unsigned long long)be, bb, bmap);
+}
+
+static void report_policies(hak_sbuf_t* sb) {
   if (_hak_scavenge_enabled())
-    _hak_sb_add(&sb, "scavenge: passes=%llu pages_given_back=%llu bytes_given_back=%llu readmitted_pages=%llu dropped_now=%zu\n",
+    _hak_sb_add(sb, "scavenge: passes=%llu pages_given_back=%llu bytes_given_back=%llu readmitted_pages=%llu dropped_now=%zu\n",
            (unsigned long long)hak_load_relaxed(&_hak_stat_scav_passes),
            (unsigned long long)hak_load_relaxed(&_hak_stat_scav_pages),
            (unsigned long long)hak_load_relaxed(&_hak_stat_scav_pages) * HAK_OS_PAGE,
@@ -69,30 +77,39 @@ static size_t stats_format(char* buf, size_t cap) {
   if (hak_opt(MESH)) {
     uint64_t m[9];
     _hak_mesh_stats(m);
-    _hak_sb_add(&sb,
+    _hak_sb_add(sb,
            "mesh: passes=%llu meshed_slabs=%llu roots=%llu dissolved=%llu unmeshed=%llu bytes_given_back=%llu "
            "barrier_waits=%llu fork_copies=%llu meshed_pages_now=%llu\n",
            (unsigned long long)m[0], (unsigned long long)m[1], (unsigned long long)m[2], (unsigned long long)m[3],
            (unsigned long long)m[4], (unsigned long long)m[5], (unsigned long long)m[6], (unsigned long long)m[7],
            (unsigned long long)m[8]);
   }
-  _hak_sb_add(&sb, "release: decommits=%llu decommit_bytes=%llu retained_empty=%zu unmapped_large=%llu parked=%zu parked_mapped=%zu reserve_released=%llu\n",
+}
+
+static void report_release(hak_sbuf_t* sb) {
+  uint64_t rc, rb, ru;
+  size_t parked, pmap;
+  _hak_release_stats(&rc, &rb, &ru, &parked, &pmap);
+  _hak_sb_add(sb, "release: decommits=%llu decommit_bytes=%llu retained_empty=%zu unmapped_large=%llu parked=%zu parked_mapped=%zu reserve_released=%llu\n",
          (unsigned long long)rc, (unsigned long long)rb, hak_load_relaxed(&_hak_retained_bytes),
          (unsigned long long)ru, parked, pmap, (unsigned long long)hak_load_relaxed(&_hak_stat_reserve_released));
-  _hak_sb_add(&sb, "limit: bytes=%zu releases=%llu\n", _hak_limit, (unsigned long long)_hak_limit_releases());
-  if (_hak_sites_used() > 0 && sb.len + 2048 < sb.cap) sb.len += _hak_sites_report(sb.buf + sb.len, sb.cap - sb.len, 8);
-  _hak_sb_add(&sb, "segments: live=%zu cached=%zu abandoned=%zu (%zu slab pages)\n", hak_load_relaxed(&_hak_seg_count),
+  _hak_sb_add(sb, "limit: bytes=%zu releases=%llu\n", _hak_limit, (unsigned long long)_hak_limit_releases());
+  if (_hak_sites_used() > 0 && sb->len + 2048 < sb->cap) sb->len += _hak_sites_report(sb->buf + sb->len, sb->cap - sb->len, 8);
+}
+
+static void report_pages(hak_sbuf_t* sb) {
+  _hak_sb_add(sb, "segments: live=%zu cached=%zu abandoned=%zu (%zu slab pages)\n", hak_load_relaxed(&_hak_seg_count),
          hak_load_relaxed(&_hak_seg_cached), hak_load_relaxed(&_hak_seg_abandoned),
          hak_load_relaxed(&_hak_abandoned_pages));
   size_t psegs, pfree, pres;
   _hak_pool_stats(&psegs, &pfree, &pres);
   /* where small pages are: in slabs (the heaps'), free in the shared pool
    * (resident, or returned to the OS but still mapped) */
-  _hak_sb_add(&sb, "pages: in_slabs=%zu pool_free=%zu pool_resident=%zu pool_returned=%zu pool_segments=%zu (64 KiB pages) "
+  _hak_sb_add(sb, "pages: in_slabs=%zu pool_free=%zu pool_resident=%zu pool_returned=%zu pool_segments=%zu (64 KiB pages) "
          "surplus_returned=%llu background=%d\n",
          (size_t)hak_load_relaxed(&_hak_stat_slab_pages), pfree, pres, pfree - pres, psegs,
          (unsigned long long)hak_load_relaxed(&_hak_stat_pool_surplus), (int)_hak_background_running());
-  _hak_sb_add(&sb,
+  _hak_sb_add(sb,
          "threads: abandoned segments=%llu slab_pages=%llu; adopted segments=%llu slab_pages=%llu; "
          "reclaimed slabs=%llu slab_pages=%llu; emptied while abandoned segments=%llu; "
          "taken from idle heaps slabs=%llu slab_pages=%llu\n",
@@ -105,13 +122,26 @@ static size_t stats_format(char* buf, size_t cap) {
          (unsigned long long)hak_load_relaxed(&_hak_stat_seg_emptied_total),
          (unsigned long long)hak_load_relaxed(&_hak_stat_idle_slabs),
          (unsigned long long)hak_load_relaxed(&_hak_stat_idle_pages));
+}
+
+static void report_os(hak_sbuf_t* sb) {
   hak_os_stats_t os;
   hak_os_stats(&os);
-  _hak_sb_add(&sb, "os: mmap=%zu munmap=%zu madvise=%zu mprotect=%zu mremap=%zu\n", os.mmap_calls, os.munmap_calls,
+  _hak_sb_add(sb, "os: mmap=%zu munmap=%zu madvise=%zu mprotect=%zu mremap=%zu\n", os.mmap_calls, os.munmap_calls,
          os.madvise_calls, os.mprotect_calls, os.mremap_calls);
-  _hak_sb_add(&sb, "os-bytes: mmap=%zu munmap=%zu madvise=%zu mapped=%zu peak_mapped=%zu\n", os.mmap_bytes,
+  _hak_sb_add(sb, "os-bytes: mmap=%zu munmap=%zu madvise=%zu mapped=%zu peak_mapped=%zu\n", os.mmap_bytes,
          os.munmap_bytes, os.madvise_bytes, os.mapped_bytes, os.peak_mapped_bytes);
-  _hak_sb_add(&sb, "rss: current=%zu peak=%zu\n", _hak_os_rss_bytes(), _hak_os_peak_rss_bytes());
+  _hak_sb_add(sb, "rss: current=%zu peak=%zu\n", _hak_os_rss_bytes(), _hak_os_peak_rss_bytes());
+}
+
+static size_t stats_format(char* buf, size_t cap) {
+  hak_sbuf_t sb = {buf, 0, cap};
+  report_small(&sb);
+  report_large(&sb);
+  report_policies(&sb);
+  report_release(&sb);
+  report_pages(&sb);
+  report_os(&sb);
   return sb.len;
 }
 
