@@ -85,24 +85,79 @@ lend:
   return hak_slab_pop(&h->cls[t->cls], t, t->free, req);
 }
 
-hak_warm static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req, bool any_class) {
+/* The refill path's periodic work: near the memory limit, this heap's empty
+ * slabs (the one kept per class included) and the free pages inside its
+ * sparse slabs go back (only the owner may touch them); every 64th refill,
+ * remote frees elsewhere and the release clock.  The class's current slab. */
+hak_warm static hak_slab_t* heap_refill_tick(hak_heap_t* h, size_t cls) {
   if (hak_unlikely(h->limit_epoch != hak_load_relaxed(&_hak_limit_epoch))) {
-    /* near the memory limit: this heap's empty slabs, the one kept per
-     * class included, and the free pages inside its sparse slabs go back
-     * (only the owner may touch them) */
     h->limit_epoch = hak_load_relaxed(&_hak_limit_epoch);
     _hak_collect_heap(h);
   }
   hak_slab_t* s = h->cls[cls].cur;
   if (s->free == NULL) {
     hak_counter_inc(&h->refills);
-    if ((h->refills & 63) == 0) {   /* now and then: remote frees elsewhere, the release clock */
+    if ((h->refills & 63) == 0) {
       if (hak_load_relaxed(&h->xremote_hint)) _hak_heap_collect_remote(h);
       _hak_heap_release_tick(h);
       _hak_pool_abandoned_tick(false);
       s = h->cls[cls].cur;
     }
   }
+  return s;
+}
+
+/* No slab of the class has room: a new slab's pages, from the heap's own
+ * segments, an exited thread's slabs, any resident free run, a hole of a
+ * larger class, any free run, idle heaps' emptied slabs, new memory -- in
+ * that order.  The new slab (on no list yet); &_hak_slab_empty after an
+ * adoption (the class list may have room now); NULL with *lent set to a
+ * block a larger class lent; NULL and errno ENOMEM when all failed. */
+hak_warm static hak_slab_t* heap_slab_new(hak_heap_t* h, size_t cls, size_t req, bool any_class, void** lent) {
+  /* (a heap that found no resident free page skips the pool's walk until
+   * some heap gives pages back: a run of loans comes here per malloc) */
+  uint64_t gives = hak_load_relaxed(&_hak_pool_gives) + 1;
+  hak_slab_t* s = h->no_resident == gives ? NULL : slab_new(h, cls, PAGES_OWN);
+  if (s != NULL) return s;
+  /* A heap that has slabs leaves the last abandoned segment to a thread
+   * that has none (the successor of the thread that left it), unless the
+   * pool has no room at all: else the newcomer takes new pages while this
+   * heap sits on the adopted slabs' free room.  Adopting comes before other
+   * heaps' resident pages: an exited thread's slabs have room, and left
+   * alone they only drain. */
+  bool has_segs = h->members != NULL;
+  uint64_t abmask = 0;
+  hak_segment_t* ab = _hak_pool_adopt(h, has_segs ? 1 : 0, &abmask);
+  if (ab == NULL && h->no_resident != gives) {
+    s = slab_new(h, cls, PAGES_RESIDENT);
+    if (s == NULL && _hak_class_pages[cls] == 1) h->no_resident = gives;   /* (a longer run may just not fit) */
+  }
+  if (ab == NULL && s == NULL) {
+    if (any_class && hak_opt(LEND)) {   /* before new pages: a sparse slab of a larger class */
+      *lent = heap_borrow(h, cls, req);
+      if (*lent != NULL) return NULL;
+    }
+    _hak_heap_release_tick(h);
+    _hak_limit_grow((size_t)_hak_class_pages[cls] << HAK_PAGE_SHIFT);
+    s = slab_new(h, cls, PAGES_ANY);
+    if (s == NULL && has_segs) ab = _hak_pool_adopt(h, 0, &abmask);
+  }
+  if (ab != NULL) {
+    _hak_heap_adopt(h, ab, abmask);
+    return &_hak_slab_empty;
+  }
+  /* before the process grows: idle threads' emptied slabs (heap.c), and the
+   * pool once more when they gave some back */
+  if (s == NULL && hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF &&
+      _hak_heaps_idle_tick(_hak_clock_ms(), (uint64_t)hak_opt(DECOMMIT_DELAY_MS)) != 0)
+    s = slab_new(h, cls, PAGES_ANY);
+  if (s == NULL) s = slab_new(h, cls, PAGES_NEW);
+  if (s == NULL) errno = ENOMEM;
+  return s;
+}
+
+hak_warm static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, size_t req, bool any_class) {
+  hak_slab_t* s = heap_refill_tick(h, cls);
   for (;;) {
     if (s != &_hak_slab_empty) {
       if (_hak_slab_refill(s)) break;
@@ -115,49 +170,12 @@ hak_warm static hak_noinline void* heap_alloc_class(hak_heap_t* h, size_t cls, s
       s = h->cls[cls].cur;
       if (s != &_hak_slab_empty) continue;
     }
-    /* (a heap that found no resident free page skips the pool's walk until
-     * some heap gives pages back: a run of loans comes here per malloc) */
-    uint64_t gives = hak_load_relaxed(&_hak_pool_gives) + 1;
-    s = h->no_resident == gives ? NULL : slab_new(h, cls, PAGES_OWN);
-    if (s == NULL) {
-      /* A heap that has slabs leaves the last abandoned segment to a thread
-       * that has none (the successor of the thread that left it), unless
-       * the pool has no room at all: else the newcomer takes new pages
-       * while this heap sits on the adopted slabs' free room.  Adopting
-       * comes before other heaps' resident pages: an exited thread's slabs
-       * have room, and left alone they only drain. */
-      bool has_segs = h->members != NULL;
-      uint64_t abmask = 0;
-      hak_segment_t* ab = _hak_pool_adopt(h, has_segs ? 1 : 0, &abmask);
-      if (ab == NULL && h->no_resident != gives) {
-        s = slab_new(h, cls, PAGES_RESIDENT);
-        if (s == NULL && _hak_class_pages[cls] == 1) h->no_resident = gives;   /* (a longer run may just not fit) */
-      }
-      if (ab == NULL && s == NULL) {
-        if (any_class && hak_opt(LEND)) {   /* before new pages: a sparse slab of a larger class */
-          void* b = heap_borrow(h, cls, req);
-          if (b != NULL) return b;
-        }
-        _hak_heap_release_tick(h);
-        _hak_limit_grow((size_t)_hak_class_pages[cls] << HAK_PAGE_SHIFT);
-        s = slab_new(h, cls, PAGES_ANY);
-        if (s == NULL && has_segs) ab = _hak_pool_adopt(h, 0, &abmask);
-      }
-      if (ab != NULL) {
-        _hak_heap_adopt(h, ab, abmask);
-        s = h->cls[cls].cur;
-        continue;
-      }
-      /* before the process grows: idle threads' emptied slabs (heap.c),
-       * and the pool once more when they gave some back */
-      if (s == NULL && hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF &&
-          _hak_heaps_idle_tick(_hak_clock_ms(), (uint64_t)hak_opt(DECOMMIT_DELAY_MS)) != 0)
-        s = slab_new(h, cls, PAGES_ANY);
-      if (s == NULL) s = slab_new(h, cls, PAGES_NEW);
-      if (s == NULL) {
-        errno = ENOMEM;
-        return NULL;
-      }
+    void* lent = NULL;
+    s = heap_slab_new(h, cls, req, any_class, &lent);
+    if (s == NULL) return lent;   /* (NULL: ENOMEM) */
+    if (s == &_hak_slab_empty) {   /* adopted: the class list again */
+      s = h->cls[cls].cur;
+      continue;
     }
     hak_avail_push(h, s);
   }
