@@ -13,9 +13,9 @@
  * quarantine's entry, then the ordinary free of the block that leaves the
  * quarantine (its slab's owner may have changed since: a thread exited). */
 void _hak_free_secure(void* p, const char* op) {
-  if (hak_likely(hak_segmap_contains(p)) && hak_segment_of(p)->kind == HAK_SEG_SMALL) {
-    uintptr_t xo;
-    hak_slab_t* s = hak_slab_of(hak_segment_of(p), p, &xo);
+  hak_ptr_t r;
+  if (hak_likely(hak_ptr_classify(p, &r) == HAK_SEG_SMALL)) {
+    hak_slab_t* s = r.slab;
     if (s != NULL && hak_slab_carved(s, p)) {
       size_t off = (uintptr_t)p - (uintptr_t)hak_slab_start(s);
       void* b = _hak_secure_quarantine(s, p, off, op);
@@ -113,13 +113,11 @@ hak_warm static hak_noinline void* realloc_slow(void* p, size_t n) {
     errno = ENOMEM;
     return NULL;
   }
-  if (hak_segmap_contains(p)) {
-    hak_segment_t* seg = hak_segment_of(p);
-    if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1) {
-      size_t usable = hak_large_usable(seg);
-      void* q = _hak_large_realloc(seg, p, n);   /* NULL: it moves by copy, here */
-      return q != NULL ? q : realloc_move(p, n, usable);
-    }
+  hak_ptr_t r;
+  if (hak_ptr_classify(p, &r) == HAK_SEG_LARGE && hak_large_live_at(r.seg, p)) {
+    size_t usable = hak_large_usable(r.seg);
+    void* q = _hak_large_realloc(r.seg, p, n);   /* NULL: it moves by copy, here */
+    return q != NULL ? q : realloc_move(p, n, usable);
   }
   size_t usable = _hak_usable_size(p, "realloc");
   /* invalid pointer, reported (warn/ignore mode); secure: usable is the

@@ -88,38 +88,35 @@ hak_inline void hak_free_inline(void* p, const char* op) {
 
 #if HAK_SECURE
 /* The request of a live small block of the secure build (its trailer). */
-static inline bool hak_secure_request(hak_segment_t* seg, const void* p, size_t* req) {
-  if (seg->kind != HAK_SEG_SMALL) return false;
-  uintptr_t xo;
-  hak_slab_t* s = hak_slab_of(seg, p, &xo);
+static inline bool hak_secure_request(const hak_ptr_t* r, const void* p, size_t* req) {
+  hak_slab_t* s = r->slab;
   if (s == NULL || !hak_slab_carved(s, p)) return false;
   return _hak_secure_state(s, p, req) == HAK_SEC_LIVE;
 }
 #else
-hak_inline bool hak_secure_request(hak_segment_t* seg, const void* p, size_t* req) { (void)seg, (void)p, (void)req; return false; }
+hak_inline bool hak_secure_request(const hak_ptr_t* r, const void* p, size_t* req) { (void)r, (void)p, (void)req; return false; }
 #endif
 hak_inline void hak_sized_check(const void* p, size_t n, bool exact, const char* op) {
-  if (p == NULL || !hak_segmap_contains(p)) return;
-  hak_segment_t* seg = hak_segment_of(p);
+  hak_ptr_t r;
+  uint32_t kind = p == NULL ? 0 : hak_ptr_classify(p, &r);
   size_t usable;
-  if (seg->kind == HAK_SEG_LARGE) {
-    if ((const uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1) return;   /* free reports */
-    usable = hak_large_usable(seg);
+  if (kind == HAK_SEG_LARGE) {
+    if (!hak_large_live_at(r.seg, p)) return;   /* free reports */
+    usable = hak_large_usable(r.seg);
     /* a heap-profile sample of a small request (prof.c): a C++ sized delete
      * names a size of its class (large_size), not of its page */
-    if (exact && seg->prof && seg->large_size <= HAK_MEDIUM_MAX) usable = seg->large_size;
+    if (exact && r.seg->prof && r.seg->large_size <= HAK_MEDIUM_MAX) usable = r.seg->large_size;
+  } else if (kind == HAK_SEG_SMALL && r.slab != NULL) {
+    usable = r.slab->bsize - HAK_TRAILER;
   } else {
-    uintptr_t xo;
-    hak_slab_t* s = hak_slab_of(seg, p, &xo);
-    if (s == NULL) return;   /* free reports */
-    usable = s->bsize - HAK_TRAILER;
+    return;   /* free reports */
   }
   if (HAK_SECURE && exact) {
     /* secure: the block knows its request (the trailer, the large header):
      * a C++ sized delete must name exactly that */
     size_t req = usable;
-    if (seg->kind == HAK_SEG_LARGE) req = seg->large_size;
-    else if (!hak_secure_request(seg, p, &req)) return;   /* not a live block: free reports */
+    if (kind == HAK_SEG_LARGE) req = r.seg->large_size;
+    else if (!hak_secure_request(&r, p, &req)) return;   /* not a live block: free reports */
     if (n != req) _hak_size_mismatch(op, p, n, req);
     return;
   }

@@ -7,11 +7,10 @@
 
 /* ---------------------------------------------------------------- free */
 
-/* Resolve the slab of p and check p is a block start; NULL (after reporting)
- * when it is not. */
-static hak_slab_t* slab_of_checked(hak_segment_t* seg, const void* p, const char* op) {
-  uintptr_t xo;
-  hak_slab_t* s = hak_slab_of(seg, p, &xo);
+/* The slab of p (classified: r) when p is a carved block start; NULL,
+ * after reporting, when it is not. */
+static hak_slab_t* slab_of_checked(const hak_ptr_t* r, const void* p, const char* op) {
+  hak_slab_t* s = r->slab;
   if (s == NULL) {
     _hak_invalid_pointer(op, p, "not in an allocated slab");
     return NULL;
@@ -101,38 +100,40 @@ hak_warm void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
   if (head_page_block(s, p, op)) _hak_remote_push(s, (hak_block_t*)p);
 }
 
+/* A pointer in no segment of the map: a block aligned above 2 MiB (large.c's
+ * table), or a large block freed already, or not hakmem's.  True when p is
+ * such a live block: *seg. */
+static bool outside_map(const void* p, hak_segment_t** seg, const char* op, bool report_freed) {
+  if (_hak_huge_aligned_lookup(p, seg)) return true;
+  if (report_freed && _hak_large_recently_freed(p)) _hak_double_free(op, p, 0);
+  else if (op != NULL) _hak_invalid_pointer(op, p, "not allocated by hakmem");
+  return false;
+}
+
 hak_warm void _hak_free_generic(void* p, const char* op) {
   if (p == NULL) return;
-  if (!hak_segmap_contains(p)) {
+  hak_ptr_t r;
+  uint32_t kind = hak_ptr_classify(p, &r);
+  /* the segment map and the header agree: a segment starts here */
+  hak_assert(kind == 0 || (kind >= HAK_SEG_SMALL && kind <= (HAK_SECURE ? HAK_SEG_ZERO : HAK_SEG_LARGE)));
+  if (kind == 0) {
     hak_segment_t* hs;
-    if (_hak_huge_aligned_lookup(p, &hs)) {
-      _hak_large_free(hs, p, op);
-      return;
-    }
-    if (_hak_large_recently_freed(p)) {
-      _hak_double_free(op, p, 0);
-      return;
-    }
-    _hak_invalid_pointer(op, p, "not allocated by hakmem");
+    if (outside_map(p, &hs, op, true)) _hak_large_free(hs, p, op);
     return;
   }
-  hak_segment_t* seg = hak_segment_of(p);
-  /* the segment map and the header agree: a segment starts here */
-  hak_assert_cmp(seg->kind, >=, HAK_SEG_SMALL);
-  hak_assert_cmp(seg->kind, <=, HAK_SECURE ? HAK_SEG_ZERO : HAK_SEG_LARGE);
-  if (seg->kind == HAK_SEG_LARGE) {
-    if ((uint8_t*)p != (uint8_t*)seg + seg->large_off) {
+  if (kind == HAK_SEG_LARGE) {
+    if ((uint8_t*)p != hak_large_block(r.seg)) {
       _hak_invalid_pointer(op, p, "not the start of a block");
       return;
     }
-    _hak_large_free(seg, p, op);
+    _hak_large_free(r.seg, p, op);
     return;
   }
-  if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) {
-    _hak_zero_free(seg, p, op);
+  if (HAK_SECURE && kind == HAK_SEG_ZERO) {
+    _hak_zero_free(r.seg, p, op);
     return;
   }
-  hak_slab_t* s = slab_of_checked(seg, p, op);
+  hak_slab_t* s = slab_of_checked(&r, p, op);
   if (s == NULL) return;
   hak_heap_t* h = hak_heap_get();
   uintptr_t xo = hak_load_relaxed(&s->xowner);
@@ -147,26 +148,25 @@ hak_warm void _hak_free_generic(void* p, const char* op) {
 /* ---------------------------------------------------------------- queries */
 size_t _hak_usable_size(const void* p, const char* op) {
   if (p == NULL) return 0;
-  if (!hak_segmap_contains(p)) {
+  hak_ptr_t r;
+  uint32_t kind = hak_ptr_classify(p, &r);
+  if (kind == 0) {
     hak_segment_t* hs;
-    if (_hak_huge_aligned_lookup(p, &hs)) return hak_large_usable(hs);
-    _hak_invalid_pointer(op, p, "not allocated by hakmem");
-    return 0;
+    return outside_map(p, &hs, op, false) ? hak_large_usable(hs) : 0;
   }
-  hak_segment_t* seg = hak_segment_of(p);
-  if (seg->kind == HAK_SEG_LARGE) {
-    if ((const uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1) {
-      _hak_invalid_pointer(op, p, seg->used_pages != 1 ? "block was freed" : "not the start of a block");
+  if (kind == HAK_SEG_LARGE) {
+    if (!hak_large_live_at(r.seg, p)) {
+      _hak_invalid_pointer(op, p, r.seg->used_pages != 1 ? "block was freed" : "not the start of a block");
       return 0;
     }
-    return hak_large_usable(seg);
+    return hak_large_usable(r.seg);
   }
-  if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) {
-    int st = _hak_zero_state(seg, p);
+  if (HAK_SECURE && kind == HAK_SEG_ZERO) {
+    int st = _hak_zero_state(r.seg, p);
     if (st != 1) _hak_invalid_pointer(op, p, st == 0 ? "block was freed" : "not the start of a block");
     return 0;
   }
-  hak_slab_t* s = slab_of_checked(seg, p, op);
+  hak_slab_t* s = slab_of_checked(&r, p, op);
   if (s == NULL) return 0;
   /* a freed block carries the free cookie (forged only with 2^-64 odds);
    * secure: its trailer says freed */
@@ -187,15 +187,16 @@ size_t _hak_usable_size(const void* p, const char* op) {
 
 bool _hak_is_live_block(const void* p) {
   if (p == NULL) return false;
-  if (!hak_segmap_contains(p)) {
+  hak_ptr_t r;
+  uint32_t kind = hak_ptr_classify(p, &r);
+  if (kind == 0) {
     hak_segment_t* hs;
-    return _hak_huge_aligned_lookup(p, &hs);
+    return outside_map(p, &hs, NULL, false);
   }
-  hak_segment_t* seg = hak_segment_of(p);
-  if (seg->kind == HAK_SEG_LARGE) return (const uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1;
-  if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) return _hak_zero_state(seg, p) == 1;
-  uintptr_t xo;
-  const hak_slab_t* s = hak_slab_of(seg, p, &xo);
+  if (kind == HAK_SEG_LARGE) return hak_large_live_at(r.seg, p);
+  if (HAK_SECURE && kind == HAK_SEG_ZERO) return _hak_zero_state(r.seg, p) == 1;
+  const hak_slab_t* s = r.slab;
+  uintptr_t xo = r.xo;
   if (s == NULL) return false;
   size_t off = (size_t)((const uint8_t*)p - hak_slab_start(s));
   if (off >= hak_slab_limit(s) || !hak_is_block_start(s, off)) return false;

@@ -411,6 +411,44 @@ hak_inline bool hak_segmap_contains(const void* p) {
   return hak_load_relaxed(&_hak_segmap[i]) != 0;
 }
 
+/* The one classifier: what a pointer into a hakmem segment is (free,
+ * realloc, malloc_usable_size, sized delete, the secure checks, call-site
+ * learning and meshing ask it; the inline fast paths look at p's page only,
+ * alloc.h).  Its kind (the segment's: HAK_SEG_SMALL, HAK_SEG_LARGE, the
+ * secure build's HAK_SEG_ZERO), or 0 when p lies in no segment of the map
+ * (a block aligned above 2 MiB is in large.c's table: free.c asks it).  For
+ * a small segment, p's slab (NULL: p's page is in no slab) and its owner
+ * word; for a large one, the block is hak_large_block(seg). */
+typedef struct {
+  hak_segment_t* seg;
+  hak_slab_t* slab;
+  uintptr_t xo;
+} hak_ptr_t;
+hak_inline uint32_t hak_ptr_classify(const void* p, hak_ptr_t* r) {
+  if (!hak_segmap_contains(p)) return 0;
+  r->seg = hak_segment_of(p);
+  r->slab = NULL;
+  r->xo = HAK_OWNER_UNUSED;
+  uint32_t kind = r->seg->kind;
+  if (kind == HAK_SEG_SMALL) r->slab = hak_slab_of(r->seg, p, &r->xo);
+  return kind;
+}
+/* A large segment's block, and whether p is that block's start while it is
+ * live (a freed one waits in the BigCache or the release batch with its
+ * used_pages 0). */
+hak_inline uint8_t* hak_large_block(const hak_segment_t* seg) { return (uint8_t*)seg + seg->large_off; }
+hak_inline bool hak_large_live_at(const hak_segment_t* seg, const void* p) {
+  return (const uint8_t*)p == hak_large_block(seg) && __atomic_load_n(&seg->used_pages, __ATOMIC_RELAXED) == 1;
+}
+/* The start of the block of slab s that p lies in (by the slab's
+ * reciprocal: no division), or NULL past the slab's last block. */
+hak_inline uint8_t* hak_slab_block_at(const hak_slab_t* s, const void* p) {
+  uint8_t* start = hak_slab_start(s);
+  size_t off = (size_t)((const uint8_t*)p - start);
+  if (s->bsize == 0 || off >= hak_slab_limit(s)) return NULL;
+  return start + (size_t)(((unsigned __int128)off * s->recip) >> 64) * s->bsize;
+}
+
 /* ---------------------------------------------------------------- heaps */
 typedef struct hak_heap_cls_s {
   hak_slab_t* cur;                   /* first slab with room (never NULL) */

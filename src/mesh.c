@@ -81,8 +81,9 @@ static __thread unsigned segv_tries __attribute__((tls_model("initial-exec")));
 
 static void mesh_segv(int sig, siginfo_t* si, void* ctx) {
   void* a = si->si_addr;
-  if (si->si_code == SEGV_ACCERR && hak_segmap_contains(a)) {
-    hak_segment_t* seg = hak_segment_of(a);
+  hak_ptr_t r;
+  if (si->si_code == SEGV_ACCERR && hak_ptr_classify(a, &r) == HAK_SEG_SMALL) {
+    hak_segment_t* seg = r.seg;
     uint64_t bit = (uint64_t)1 << (((uintptr_t)a >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1));
     if (hak_load_acquire(&seg->mesh_prot) & bit) {
       atomic_fetch_add_explicit(&st_waits, 1, memory_order_relaxed);

@@ -284,14 +284,9 @@ void _hak_secure_shuffle(void** v, size_t n) {
  * that still carries it fails the free's own trailer check, and the slow
  * path (check_live) names the mismatch.  delete[] of a new'd char passes no
  * size (char has no destructor), so only such a mark can tell. */
-static uint64_t* live_trailer(void* p, uint32_t* bsize) {
-  hak_segment_t* seg = hak_segment_of(p);
-  hak_slab_t* s = &seg->slabs[((uintptr_t)p >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
-  if (hak_load_acquire(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
-  uintptr_t xo = hak_load_acquire(&s->xowner);
-  size_t off = (size_t)((uint8_t*)p - hak_slab_start(s));
-  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL || off >= hak_slab_limit(s) || !hak_is_block_start(s, off))
-    return NULL;   /* no block: free reports it */
+static uint64_t* live_trailer(const hak_ptr_t* r, void* p, uint32_t* bsize) {
+  hak_slab_t* s = r->slab;
+  if (s == NULL || hak_slab_block_at(s, p) != (uint8_t*)p) return NULL;   /* no block: free reports it */
   *bsize = s->bsize;
   return trailer(s, p);
 }
@@ -302,26 +297,26 @@ static uint64_t* live_trailer(void* p, uint32_t* bsize) {
  * effect where the elements have no destructor; with one, the pointer freed
  * is not the block's start and free reports that instead. */
 void _hak_secure_new_array(void* p) {
-  if (p == NULL || array_pairs_off || !hak_segmap_contains(p)) return;
-  hak_segment_t* seg = hak_segment_of(p);
-  uint32_t bsize;
+  hak_ptr_t r;
+  if (p == NULL || array_pairs_off) return;
+  uint32_t kind = hak_ptr_classify(p, &r), bsize;
   uint64_t* t;
-  if (seg->kind == HAK_SEG_LARGE) seg->sec_array = 1;
-  else if (seg->kind == HAK_SEG_SMALL && (t = live_trailer(p, &bsize)) != NULL) hak_store64(t, hak_load64(t) + bsize);
+  if (kind == HAK_SEG_LARGE) r.seg->sec_array = 1;
+  else if (kind == HAK_SEG_SMALL && (t = live_trailer(&r, p, &bsize)) != NULL) hak_store64(t, hak_load64(t) + bsize);
 }
 
 void _hak_secure_delete_array(void* p, const char* op) {
-  if (p == NULL || array_pairs_off || !hak_segmap_contains(p)) return;
-  hak_segment_t* seg = hak_segment_of(p);
-  uint32_t bsize;
+  hak_ptr_t r;
+  if (p == NULL || array_pairs_off) return;
+  uint32_t kind = hak_ptr_classify(p, &r), bsize;
   uint64_t* t;
-  if (seg->kind == HAK_SEG_LARGE) {
-    if ((uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1) return;   /* free reports */
-    if (!seg->sec_array) goto mismatch;
-    seg->sec_array = 0;
+  if (kind == HAK_SEG_LARGE) {
+    if (!hak_large_live_at(r.seg, p)) return;   /* free reports */
+    if (!r.seg->sec_array) goto mismatch;
+    r.seg->sec_array = 0;
     return;
   }
-  if (seg->kind != HAK_SEG_SMALL || (t = live_trailer(p, &bsize)) == NULL) return;
+  if (kind != HAK_SEG_SMALL || (t = live_trailer(&r, p, &bsize)) == NULL) return;
   uint64_t x = hak_load64(t) - hak_sec_cookie(p) - HAK_SEC_LIVE_BIAS;
   if (x - bsize <= bsize - HAK_SEC_LIVE_BIAS) {   /* marked (secure.h) */
     hak_store64(t, hak_load64(t) - bsize);
@@ -365,23 +360,20 @@ _Noreturn hak_cold static void copy_freed(const char* op, const void* d, size_t 
  * block's request, or the program is stopped with a report: the slow half,
  * which classifies. */
 _Noreturn hak_cold static void check_write_failed(const void* d, size_t n, const char* op) {
-  hak_segment_t* seg = hak_segment_of(d);
+  hak_ptr_t r;
+  uint32_t kind = hak_ptr_classify(d, &r);
   const uint8_t* p = d;
   const uint8_t* b;
   size_t req;
-  if (seg->kind == HAK_SEG_LARGE) {
-    b = (const uint8_t*)seg + seg->large_off;
-    if (p >= b && hak_load_relaxed(&seg->used_pages) != 1) copy_freed(op, d, n, b);   /* in the large quarantine */
-    copy_outside(op, d, n, b, hak_large_usable(seg));
+  if (kind == HAK_SEG_LARGE) {
+    b = hak_large_block(r.seg);
+    if (p >= b && hak_load_relaxed(&r.seg->used_pages) != 1) copy_freed(op, d, n, b);   /* in the large quarantine */
+    copy_outside(op, d, n, b, hak_large_usable(r.seg));
   }
-  if (seg->kind != HAK_SEG_SMALL) copy_outside(op, d, n, NULL, 0);   /* zero-size blocks: no byte to write */
-  hak_slab_t* s = &seg->slabs[((uintptr_t)d >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
-  if (hak_load_acquire(&s->xowner) == HAK_OWNER_TAIL) s -= s->head_off;
-  uintptr_t xo = hak_load_acquire(&s->xowner);
-  size_t off = (size_t)(p - hak_slab_start(s));
-  if (xo == HAK_OWNER_UNUSED || xo == HAK_OWNER_TAIL || off >= hak_slab_limit(s)) copy_outside(op, d, n, NULL, 0);
+  if (kind != HAK_SEG_SMALL) copy_outside(op, d, n, NULL, 0);   /* zero-size blocks: no byte to write */
+  hak_slab_t* s = r.slab;
+  if (s == NULL || (b = hak_slab_block_at(s, p)) == NULL) copy_outside(op, d, n, NULL, 0);
   uint32_t bsize = s->bsize;
-  b = hak_slab_start(s) + (size_t)(((unsigned __int128)off * s->recip) >> 64) * bsize;
   int st = _hak_secure_state(s, b, &req);
   /* a write that starts past b's request and reaches its trailer or the
    * next block is an underflow of the next block (p[-1] = ...); every
@@ -396,29 +388,24 @@ _Noreturn hak_cold static void check_write_failed(const void* d, size_t n, const
 /* ... and the common half: a live small block (its slab, the block by the
  * slab's reciprocal, its trailer decoded inline) or a large one. */
 void _hak_secure_check_write(const void* d, size_t n, const char* op) {
-  hak_segment_t* seg = hak_segment_of(d);
+  hak_ptr_t r;
+  uint32_t kind = hak_ptr_classify(d, &r);
   const uint8_t* p = d;
-  if (hak_likely(seg->kind == HAK_SEG_SMALL)) {
-    hak_slab_t* s = &seg->slabs[((uintptr_t)d >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1)];
-    uintptr_t xo = hak_load_acquire(&s->xowner);
-    if (xo == HAK_OWNER_TAIL) {
-      s -= s->head_off;
-      xo = hak_load_acquire(&s->xowner);
-    }
-    const uint8_t* start = hak_slab_start(s);
-    uint32_t bsize = s->bsize;
-    const uint8_t* b = start + (size_t)(((unsigned __int128)(size_t)(p - start) * s->recip) >> 64) * bsize;
-    if (hak_likely(xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL && bsize != 0 &&
-                   b + bsize <= start + ((size_t)s->npages << HAK_PAGE_SHIFT))) {
+  if (hak_likely(kind == HAK_SEG_SMALL)) {
+    hak_slab_t* s = r.slab;
+    const uint8_t* b = s != NULL ? hak_slab_block_at(s, p) : NULL;
+    if (hak_likely(b != NULL)) {
+      uint32_t bsize = s->bsize;
       uint64_t req = hak_load64(b + bsize - 8) - hak_sec_cookie(b) - HAK_SEC_LIVE_BIAS;
       if (req > bsize - HAK_SEC_LIVE_BIAS) req -= bsize;   /* from new[] (secure.h) */
       if (hak_likely(req <= bsize - HAK_SEC_LIVE_BIAS && n <= req && (size_t)(p - b) <= req - n)) return;
     }
-  } else if (seg->kind == HAK_SEG_LARGE) {
+  } else if (kind == HAK_SEG_LARGE) {
     /* a large block's mapping may end before the next 4 MiB: what follows
      * it there is another mapping, not hakmem's */
+    hak_segment_t* seg = r.seg;
     if ((size_t)(p - (const uint8_t*)seg) >= seg->map_size) return;
-    const uint8_t* b = (const uint8_t*)seg + seg->large_off;
+    const uint8_t* b = hak_large_block(seg);
     size_t usable = hak_large_usable(seg);   /* up to the guard page, as malloc_usable_size says */
     if (hak_likely(p >= b && hak_load_relaxed(&seg->used_pages) == 1 && n <= usable && (size_t)(p - b) <= usable - n))
       return;

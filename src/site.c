@@ -444,12 +444,10 @@ void _hak_sites_fork_child(void) {
 
 /* ---------------------------------------------------------------- queries */
 hak_api void* hak_block_site(const void* p) {
-  if (p == NULL || !hak_segmap_contains(p)) return NULL;
-  hak_segment_t* seg = hak_segment_of(p);
-  if (seg->kind != HAK_SEG_LARGE || (const uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1 ||
-      seg->site >= HAK_SITES)
+  hak_ptr_t r;
+  if (p == NULL || hak_ptr_classify(p, &r) != HAK_SEG_LARGE || !hak_large_live_at(r.seg, p) || r.seg->site >= HAK_SITES)
     return NULL;
-  return (void*)hak_load_relaxed(&site_tab[seg->site].key);
+  return (void*)hak_load_relaxed(&site_tab[r.seg->site].key);
 }
 
 hak_api int hak_site_strategy(const void* site) {
