@@ -115,7 +115,7 @@ hak_warm static hak_noinline void* realloc_slow(void* p, size_t n) {
   }
   if (hak_segmap_contains(p)) {
     hak_segment_t* seg = hak_segment_of(p);
-    if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1) {
+    if (seg->kind == HAK_SEG_LARGE && (uint8_t*)p == (uint8_t*)seg + seg->large.off && seg->used_pages == 1) {
       size_t usable = hak_large_usable(seg);
       void* q = _hak_large_realloc(seg, p, n);   /* NULL: it moves by copy, here */
       return q != NULL ? q : realloc_move(p, n, usable);

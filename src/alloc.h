@@ -103,11 +103,11 @@ hak_inline void hak_sized_check(const void* p, size_t n, bool exact, const char*
   hak_segment_t* seg = hak_segment_of(p);
   size_t usable;
   if (seg->kind == HAK_SEG_LARGE) {
-    if ((const uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1) return;   /* free reports */
+    if ((const uint8_t*)p != (uint8_t*)seg + seg->large.off || seg->used_pages != 1) return;   /* free reports */
     usable = hak_large_usable(seg);
     /* a heap-profile sample of a small request (prof.c): a C++ sized delete
      * names a size of its class (large_size), not of its page */
-    if (exact && seg->prof && seg->large_size <= HAK_MEDIUM_MAX) usable = seg->large_size;
+    if (exact && seg->prof && seg->large.size <= HAK_MEDIUM_MAX) usable = seg->large.size;
   } else {
     uintptr_t xo;
     hak_slab_t* s = hak_slab_of(seg, p, &xo);
@@ -118,7 +118,7 @@ hak_inline void hak_sized_check(const void* p, size_t n, bool exact, const char*
     /* secure: the block knows its request (the trailer, the large header):
      * a C++ sized delete must name exactly that */
     size_t req = usable;
-    if (seg->kind == HAK_SEG_LARGE) req = seg->large_size;
+    if (seg->kind == HAK_SEG_LARGE) req = seg->large.size;
     else if (!hak_secure_request(seg, p, &req)) return;   /* not a live block: free reports */
     if (n != req) _hak_size_mismatch(op, p, n, req);
     return;

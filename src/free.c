@@ -121,7 +121,7 @@ hak_warm void _hak_free_generic(void* p, const char* op) {
   hak_assert_cmp(seg->kind, >=, HAK_SEG_SMALL);
   hak_assert_cmp(seg->kind, <=, HAK_SECURE ? HAK_SEG_ZERO : HAK_SEG_LARGE);
   if (seg->kind == HAK_SEG_LARGE) {
-    if ((uint8_t*)p != (uint8_t*)seg + seg->large_off) {
+    if ((uint8_t*)p != (uint8_t*)seg + seg->large.off) {
       _hak_invalid_pointer(op, p, "not the start of a block");
       return;
     }
@@ -155,7 +155,7 @@ size_t _hak_usable_size(const void* p, const char* op) {
   }
   hak_segment_t* seg = hak_segment_of(p);
   if (seg->kind == HAK_SEG_LARGE) {
-    if ((const uint8_t*)p != (uint8_t*)seg + seg->large_off || seg->used_pages != 1) {
+    if ((const uint8_t*)p != (uint8_t*)seg + seg->large.off || seg->used_pages != 1) {
       _hak_invalid_pointer(op, p, seg->used_pages != 1 ? "block was freed" : "not the start of a block");
       return 0;
     }
@@ -192,7 +192,7 @@ bool _hak_is_live_block(const void* p) {
     return _hak_huge_aligned_lookup(p, &hs);
   }
   hak_segment_t* seg = hak_segment_of(p);
-  if (seg->kind == HAK_SEG_LARGE) return (const uint8_t*)p == (uint8_t*)seg + seg->large_off && seg->used_pages == 1;
+  if (seg->kind == HAK_SEG_LARGE) return (const uint8_t*)p == (uint8_t*)seg + seg->large.off && seg->used_pages == 1;
   if (HAK_SECURE && seg->kind == HAK_SEG_ZERO) return _hak_zero_state(seg, p) == 1;
   uintptr_t xo;
   const hak_slab_t* s = hak_slab_of(seg, p, &xo);
