@@ -105,7 +105,7 @@ hak_inline void hak_sized_check(const void* p, size_t n, bool exact, const char*
     usable = hak_large_usable(r.seg);
     /* a heap-profile sample of a small request (prof.c): a C++ sized delete
      * names a size of its class (large_size), not of its page */
-    if (exact && r.seg->prof && r.seg->large_size <= HAK_MEDIUM_MAX) usable = r.seg->large_size;
+    if (exact && r.seg->prof && r.seg->large.size <= HAK_MEDIUM_MAX) usable = r.seg->large.size;
   } else if (kind == HAK_SEG_SMALL && r.slab != NULL) {
     usable = r.slab->bsize - HAK_TRAILER;
   } else {
@@ -115,7 +115,7 @@ hak_inline void hak_sized_check(const void* p, size_t n, bool exact, const char*
     /* secure: the block knows its request (the trailer, the large header):
      * a C++ sized delete must name exactly that */
     size_t req = usable;
-    if (kind == HAK_SEG_LARGE) req = r.seg->large_size;
+    if (kind == HAK_SEG_LARGE) req = r.seg->large.size;
     else if (!hak_secure_request(&r, p, &req)) return;   /* not a live block: free reports */
     if (n != req) _hak_size_mismatch(op, p, n, req);
     return;

@@ -38,9 +38,9 @@ hak_warm void _hak_release_pass(uint64_t now) {
 hak_warm void _hak_heap_release_tick(hak_heap_t* h) {
   if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
   uint64_t now = _hak_clock_ms();
-  if (now < h->next_release_ms && !_hak_retained_over_target()) return;
+  if (now < h->tick.next_ms && !_hak_retained_over_target()) return;
   uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
-  h->next_release_ms = now + (delay / 2 > 1 ? delay / 2 : 1);   /* a page goes after 1..2 ticks */
+  h->tick.next_ms = now + (delay / 2 > 1 ? delay / 2 : 1);   /* a page goes after 1..2 ticks */
   _hak_release_pass(now);
   _hak_heap_reserve_tick(h);
   _hak_scavenge_tick(h, now, delay);

@@ -111,9 +111,9 @@ hak_warm hak_segment_t* _hak_bigcache_take(size_t need) {
     size_t c = (size_t)__builtin_ctzll(m);
     for (size_t i = bc_count[c] > BC_SCAN ? bc_count[c] - BC_SCAN : 0; i < bc_count[c]; i++) {
       hak_segment_t* s = bc_ring[c][i].seg;
-      size_t peak = s->large_peak;
+      size_t peak = s->large.peak;
       bool fits = s->map_size >= need;
-      if (!fits && (s->pieced || 2 * (peak + HAK_LARGE_HDR) < need)) continue;
+      if (!fits && (s->large.pieced || 2 * (peak + HAK_LARGE_HDR) < need)) continue;
       bool cover = fits && peak + HAK_LARGE_HDR >= need;
       if (bc == BC_CLASSES || (cover && (!bcover || peak < bpeak)) || (!cover && !bcover && peak > bpeak)) {
         bc = c;
@@ -144,11 +144,11 @@ static size_t excess(const hak_segment_t* seg, size_t extent) {
 /* The block now needs `extent` bytes (SIZE_MAX: it is being freed): what
  * it pins shrinks accordingly. */
 void _hak_bigcache_unpin(hak_segment_t* seg, size_t extent) {
-  if (seg->pinned == 0) return;
+  if (seg->large.pinned == 0) return;
   size_t ex = extent == SIZE_MAX ? 0 : excess(seg, extent);
-  if (ex < seg->pinned) {
-    atomic_fetch_sub_explicit(&bc_pinned, seg->pinned - ex, memory_order_relaxed);
-    seg->pinned = ex;
+  if (ex < seg->large.pinned) {
+    atomic_fetch_sub_explicit(&bc_pinned, seg->large.pinned - ex, memory_order_relaxed);
+    seg->large.pinned = ex;
   }
 }
 
@@ -169,11 +169,11 @@ hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent) {
     size_t c = (size_t)__builtin_ctzll(m);
     for (size_t i = bc_count[c] > BC_SCAN ? bc_count[c] - BC_SCAN : 0; i < bc_count[c]; i++) {
       hak_segment_t* s = bc_ring[c][i].seg;
-      if (s->map_size >= need && s->large_peak + HAK_LARGE_HDR >= extent && s->large_peak < bpeak &&
+      if (s->map_size >= need && s->large.peak + HAK_LARGE_HDR >= extent && s->large.peak < bpeak &&
           excess(s, extent) <= room) {
         bc = c;
         bi = i;
-        bpeak = s->large_peak;
+        bpeak = s->large.peak;
       }
     }
     if (bc < BC_CLASSES) break;
@@ -181,8 +181,8 @@ hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent) {
   if (bc < BC_CLASSES) seg = bc_remove_locked(bc, bi);
   hak_unlock(&bc_lock);
   if (seg) {
-    seg->pinned = excess(seg, extent);
-    atomic_fetch_add_explicit(&bc_pinned, seg->pinned, memory_order_relaxed);
+    seg->large.pinned = excess(seg, extent);
+    atomic_fetch_add_explicit(&bc_pinned, seg->large.pinned, memory_order_relaxed);
     atomic_fetch_add_explicit(&bc_hits, 1, memory_order_relaxed);
   }
   return seg;
@@ -212,7 +212,7 @@ static void bc_evict_oldest_locked(hak_segment_t** out, size_t* nout, size_t cap
  * steady reuse of one size stays without OS calls). */
 static void bc_trim_tail(hak_segment_t* seg) {
   size_t keep = hak_large_resident(seg);
-  if (seg->pieced || seg->huge_aligned || seg->guard_off || keep >= seg->map_size) return;
+  if (seg->large.pieced || seg->large.huge_aligned || seg->sec.guard_off || keep >= seg->map_size) return;
   if (hak_load_relaxed(&bc_mapped) + seg->map_size <= hak_load_relaxed(&bc_bytes) + keep + BC_VA_SLACK) return;
   _hak_os_unmap((uint8_t*)seg + keep, seg->map_size - keep);
   seg->map_size = keep;
@@ -222,7 +222,7 @@ static void bc_trim_tail(hak_segment_t* seg) {
  * releases it).  Blocks pushed out go to the release batch. */
 hak_warm bool _hak_bigcache_put(hak_segment_t* seg) {
   uint64_t limit = max_bytes();
-  if (seg->large_off >= HAK_LARGE_HDR + HAK_OS_PAGE || hak_large_resident(seg) > limit) return false;
+  if (seg->large.off >= HAK_LARGE_HDR + HAK_OS_PAGE || hak_large_resident(seg) > limit) return false;
   bc_trim_tail(seg);   /* only a block that stays: one going to the batch is decommitted whole */
   size_t k = bc_class_floor(seg->map_size);
   if (k >= BC_CLASSES) return false;

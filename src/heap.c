@@ -26,16 +26,16 @@ static void heap_init_fresh(hak_heap_t* h) {
 static void heap_reset(hak_heap_t* h) {
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_avail_clear(h, c);
-    h->borrow[c] = NULL;
-    h->borrow_n[c] = h->borrow_used[c] = 0;
-    h->tick_nmalloc[c] = 0;
+    h->lend.slab[c] = NULL;
+    h->lend.n[c] = h->lend.used[c] = 0;
+    h->tick.nmalloc[c] = 0;
     hak_counter_set(&h->cls[c].nmalloc, 0);
   }
   h->full = NULL;
   h->members = NULL;
   h->nsegs = 0;
-  h->next_release_ms = 0;
-  h->scav_next_ms = h->scav_gap_ms = 0;
+  h->tick.next_ms = 0;
+  h->scav.next_ms = h->scav.gap_ms = 0;
   h->no_resident = 0;
   hak_store_relaxed(&h->xremote_hint, 0);
   hak_store_relaxed(&h->slow_n, 0);
@@ -210,7 +210,7 @@ static unsigned idle_take(hak_heap_t* h, hak_slab_t* s) {
   if ((xo & ~HAK_OWNER_FULL) != (uintptr_t)h || h->cls[s->cls].cur == s) return 0;   /* (flags: mesh, profiler) */
   hak_segment_t* seg = hak_segment_of(s);
   size_t idx = hak_slab_index(s);
-  if ((__atomic_load_n(&seg->mesh_pages, __ATOMIC_RELAXED) >> idx & 1) || seg->nphantom[idx] != 0) return 0;
+  if ((__atomic_load_n(&seg->mesh.pages, __ATOMIC_RELAXED) >> idx & 1) || seg->scav.nphantom[idx] != 0) return 0;
   uintptr_t v = atomic_load_explicit(&s->xthread_free, memory_order_acquire);
   if (v == 0 || (v & HAK_XF_NOTIFYING) || hak_xf_count(v) != __atomic_load_n(&s->used, __ATOMIC_ACQUIRE)) return 0;
   /* no block of it is out: take its remote list (its blocks go with it) */

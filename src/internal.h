@@ -286,56 +286,91 @@ typedef struct hak_member_s {
   struct hak_member_s* prev;
 } hak_member_t;
 
-typedef struct hak_segment_s {
-  uint32_t kind;
-  uint32_t used_pages;               /* pages in slabs (small: pool lock) */
-  uint64_t free_pages;               /* bitmap: 1 = page free (page 0 never; pool lock) */
-  struct hak_segment_s* next;        /* the pool's list of segments with free pages / the cache */
-  struct hak_segment_s* prev;
+/* Per-feature state of a segment: each sub-structure is written by the file
+ * its comment names (STYLE.md, "A feature owns its state"). */
+/* pool.c's state in a small segment (pool lock) */
+typedef struct {
+  uint64_t free_pages;               /* bitmap: 1 = page free (page 0 never) */
   struct hak_segment_s* abnext;      /* the list of segments with abandoned slabs */
   struct hak_segment_s* abprev;
-  size_t map_size;                   /* bytes mapped at the segment start */
-  /* large blocks */
-  size_t large_off;                  /* block address - segment address */
-  size_t large_size;                 /* requested size */
-  uint32_t large_fresh;              /* zero-filled: never written since mmap/DONTNEED */
+  uint8_t abandoned;                 /* on the abandoned list */
+  uint8_t listed;                    /* on the pool's list of segments with free pages */
+} hak_seg_pool_t;
+/* release.c's aging of free pages (_hak_segment_age) */
+typedef struct {
+  uint64_t dirty;                    /* free pages still resident (release policy) */
+  uint64_t old;                      /* ... of them, those already dirty at the snapshot taken at ms */
+  uint64_t old2;                     /* ... and at the snapshot before */
+  uint64_t ms;
+  uint64_t since;                    /* ms when dirty last became non-empty (cached segments) */
+} hak_seg_age_t;
+/* large.c's block in a large segment */
+typedef struct {
+  size_t off;                        /* block address - segment address */
+  size_t size;                       /* requested size */
+  uint32_t fresh;                    /* zero-filled: never written since mmap/DONTNEED */
   uint32_t huge_aligned;             /* in the huge-alignment table, not the segment map */
-  uint64_t dirty_pages;              /* free pages still resident (release policy) */
-  uint64_t dirty_old;                /* ... of them, those already dirty at the snapshot taken at aged_ms */
-  uint64_t dirty_old2;               /* ... and at the snapshot before (release.c, _hak_segment_age) */
-  uint64_t aged_ms;
-  uint64_t dirty_since;              /* ms when dirty_pages last became non-empty (cached segments) */
-  size_t large_peak;                 /* largest size this mapping served (touched extent) */
-  union {
-    size_t guard_off;                /* secure, large: offset of the PROT_NONE page after the block */
-    uint64_t sec_open;               /* secure, small: pages made accessible (bit = page) */
-  };
-  uint32_t site;                     /* call-site entry of a large block (HAK_SITES: none) */
+  size_t peak;                       /* largest size this mapping served (touched extent) */
   uint8_t prefaulted;
   uint8_t pieced;                    /* two mappings moved together: mremap cannot grow it */
   size_t pinned;                     /* resident bytes beyond its need, taken from the BigCache (see take_cover) */
-  uint32_t ring_site;                /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
-  uint8_t thp;                       /* small: halves advised MADV_HUGEPAGE (bits 0-1); large: 1 when advised, mapped exactly; thp.c */
-  uint8_t prof;                      /* large: the block is a heap-profile sample (prof.c), its free is recorded */
-  uint8_t sec_array;                 /* secure, large: the block is from C++ operator new[] (secure.c) */
-  uint64_t site_clock;               /* site clock at allocation */
+} hak_seg_large_t;
+/* secure.c's state */
+typedef struct {
+  union {
+    size_t guard_off;                /* large: offset of the PROT_NONE page after the block */
+    uint64_t open;                   /* small: pages made accessible (bit = page) */
+  };
+  uint8_t array;                     /* large: the block is from C++ operator new[] */
+} hak_seg_sec_t;
+/* mesh.c's state in a small segment (compaction): pages mapped from the mesh
+ * file (roots and aliases), their entries, and the pages a write barrier
+ * protects now */
+typedef struct {
+  uint64_t pages;
+  _Atomic(uint64_t) prot;
+  struct hak_mesh_s* page[HAK_PAGES_PER_SEG];
+} hak_seg_mesh_t;
+/* scavenge.c's state in a small segment: per slab page, its 4 KiB pages given
+ * back (bit j: bytes j*4K.. of that 64 KiB page); per slab (head page), the
+ * blocks on them (phantoms: neither free nor live, not in `used`) */
+typedef struct {
+  uint16_t drop[HAK_PAGES_PER_SEG];
+  uint16_t nphantom[HAK_PAGES_PER_SEG];
+} hak_seg_scav_t;
+/* site.c's state in a large segment */
+typedef struct {
+  uint32_t entry;                    /* call-site entry of the block (HAK_SITES: none) */
+  uint32_t ring;                     /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
+  uint64_t clock;                    /* site clock at allocation */
+} hak_seg_site_t;
+
+typedef struct hak_segment_s {
+  /* common header (segment.c) */
+  uint32_t kind;
+  uint32_t used_pages;               /* pages in slabs (small: pool lock) */
+  struct hak_segment_s* next;        /* the pool's list of segments with free pages / the cache */
+  struct hak_segment_s* prev;
+  size_t map_size;                   /* bytes mapped at the segment start */
   /* small segments: slabs (bit = index of the head page) that got their
    * first remote free since their owner last collected them; set by the
    * freeing thread, taken by the owner (remote.c, _hak_heap_collect_remote) */
   _Atomic(uint64_t) xremote;
-  uint8_t abandoned;                 /* on the abandoned list (pool lock) */
-  uint8_t in_pool;                   /* on the pool's list of segments with free pages */
-  hak_member_t members[HAK_SEG_MEMBERS];
-  /* compaction (mesh.c): pages mapped from the mesh file (roots and
-   * aliases), their entries, and the pages a write barrier protects now */
-  uint64_t mesh_pages;
-  _Atomic(uint64_t) mesh_prot;
-  struct hak_mesh_s* mesh[HAK_PAGES_PER_SEG];
-  /* scavenging (scavenge.c): per slab page, its 4 KiB pages given back (bit
-   * j: bytes j*4K.. of that 64 KiB page); per slab (head page), the blocks
-   * on them (phantoms: neither free nor live, not in `used`) */
-  uint16_t drop[HAK_PAGES_PER_SEG];
-  uint16_t nphantom[HAK_PAGES_PER_SEG];
+  hak_member_t members[HAK_SEG_MEMBERS];   /* pool.c, under the pool lock */
+  /* per feature (both kinds, or read for both) */
+  hak_seg_pool_t pool;
+  hak_seg_age_t age;
+  hak_seg_large_t large;
+  hak_seg_sec_t sec;
+  uint8_t thp;                       /* thp.c: small: halves advised MADV_HUGEPAGE (bits 0-1); large: 1 when advised, mapped exactly */
+  uint8_t prof;                      /* prof.c: large: the block is a heap-profile sample, its free is recorded */
+  hak_seg_mesh_t mesh;
+  /* what only one kind holds (a segment never changes kind: the segment
+   * cache holds small ones, the BigCache large ones) */
+  union {
+    hak_seg_scav_t scav;             /* small */
+    hak_seg_site_t site;             /* large */
+  };
   /* one cache line each: adjacent slabs may be different threads' (pool.c),
    * and each owner writes its descriptor on every malloc and free */
   _Alignas(64) hak_slab_t slabs[HAK_PAGES_PER_SEG];
@@ -436,7 +471,7 @@ hak_inline uint32_t hak_ptr_classify(const void* p, hak_ptr_t* r) {
 /* A large segment's block, and whether p is that block's start while it is
  * live (a freed one waits in the BigCache or the release batch with its
  * used_pages 0). */
-hak_inline uint8_t* hak_large_block(const hak_segment_t* seg) { return (uint8_t*)seg + seg->large_off; }
+hak_inline uint8_t* hak_large_block(const hak_segment_t* seg) { return (uint8_t*)seg + seg->large.off; }
 hak_inline bool hak_large_live_at(const hak_segment_t* seg, const void* p) {
   return (const uint8_t*)p == hak_large_block(seg) && __atomic_load_n(&seg->used_pages, __ATOMIC_RELAXED) == 1;
 }
@@ -477,21 +512,29 @@ typedef struct hak_heap_s {
   uint64_t idle_seen;                /* heap.c, under the heap lock: slow_n at the last idle test */
   struct hak_heap_s* next_all;       /* registry of all heaps (fork, stats) */
   struct hak_heap_s* next_free;      /* heap pool */
-  uint64_t next_release_ms;          /* release policy: next periodic check */
-  uint64_t scav_next_ms;             /* scavenge.c: the next pass on the release tick ... */
-  uint64_t scav_gap_ms;              /* ... and the gap after it (longer while passes find nothing) */
+  struct {                           /* scavenge.c */
+    uint64_t next_ms;                /* the next pass on the release tick ... */
+    uint64_t gap_ms;                 /* ... and the gap after it (longer while passes find nothing) */
+  } scav;
   uint32_t in_use;
-  uint64_t limit_epoch;              /* limit.c: the last memory-limit release this heap answered */
+  struct {                           /* limit.c */
+    uint64_t epoch;                  /* the last memory-limit release this heap answered */
+  } limit;
   uint64_t no_resident;              /* the pool's give count when it last found no resident free run + 1 (0: look) */
-  uint32_t tick_nmalloc[HAK_NCLASSES];   /* each class's malloc count at the last release tick (the reserve) */
+  struct {                           /* the release tick (slab.c, background.c) */
+    uint64_t next_ms;                /* release policy: next periodic check */
+    uint32_t nmalloc[HAK_NCLASSES];  /* each class's malloc count at the last release tick (the reserve) */
+  } tick;
   uint64_t refills;                  /* mallocs that found the current slab without a free block
                                       * (statistics; every 64th runs the periodic work) */
   /* (from here on, what lending and profiling use: a fresh heap's first page
    * holds all that a small program touches, heap.c) */
-  hak_slab_t* borrow[HAK_NCLASSES];  /* per class: the larger class's slab it last borrowed a block
-                                      * from (refill.c, heap_borrow; checked before each use) */
-  uint32_t borrow_n[HAK_NCLASSES];   /* ... loans from it since the last check, and its used count then */
-  uint32_t borrow_used[HAK_NCLASSES];
+  struct {                           /* lending (refill.c, heap_borrow) */
+    hak_slab_t* slab[HAK_NCLASSES];  /* per class: the larger class's slab it last borrowed a block
+                                      * from (checked before each use) */
+    uint32_t n[HAK_NCLASSES];        /* ... loans from it since the last check, and its used count then */
+    uint32_t used[HAK_NCLASSES];
+  } lend;
   /* heap profiling (prof.c), zeroed with the heap: per class the bytes left
    * before the next sample, the class's malloc count when they were last
    * counted, and the slab whose list is cut to them (HAK_OWNER_PROF) */
@@ -881,15 +924,15 @@ hak_inline size_t hak_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 
 /* A large block's usable size: its request rounded up to the OS page (the
  * block ends at a page: in the secure build, at its guard page). */
 hak_inline size_t hak_large_usable(const hak_segment_t* seg) {
-  size_t n = seg->large_size ? seg->large_size : 1;   /* malloc(0)-like blocks still have room */
-  return hak_align_up(seg->large_off + n, HAK_OS_PAGE) - seg->large_off;
+  size_t n = seg->large.size ? seg->large.size : 1;   /* malloc(0)-like blocks still have room */
+  return hak_align_up(seg->large.off + n, HAK_OS_PAGE) - seg->large.off;
 }
 
 /* What a large block's mapping holds resident: its touched extent (the
  * largest size it served, after the header), not its whole mapping, which has
  * headroom that was never touched. */
 hak_inline size_t hak_large_resident(const hak_segment_t* seg) {
-  size_t r = hak_align_up(HAK_LARGE_HDR + seg->large_peak, HAK_OS_PAGE);
+  size_t r = hak_align_up(HAK_LARGE_HDR + seg->large.peak, HAK_OS_PAGE);
   return r < seg->map_size ? r : seg->map_size;
 }
 

@@ -66,14 +66,14 @@ static void* huge_aligned_alloc(size_t size, size_t align) {
     return NULL;
   }
   seg->kind = HAK_SEG_LARGE;
-  seg->dirty_pages = 0;
+  seg->age.dirty = 0;
   seg->map_size = map;
-  seg->large_off = align;
-  seg->large_size = size;
-  seg->large_fresh = 1;
+  seg->large.off = align;
+  seg->large.size = size;
+  seg->large.fresh = 1;
   seg->used_pages = 1;
-  seg->huge_aligned = 1;   /* in the huge table, not in the segment map */
-  seg->site = HAK_SITE_NONE;
+  seg->large.huge_aligned = 1;   /* in the huge table, not in the segment map */
+  seg->site.entry = HAK_SITE_NONE;
   uintptr_t p = (uintptr_t)seg + align;
   bool ok = false;
   hak_lock(&huge_lock);
@@ -123,7 +123,7 @@ static void prefault(hak_segment_t* seg, void* p, size_t size) {
   size_t n = hak_align_up(size, HAK_OS_PAGE);
   if (!_hak_os_advise(a, n, MADV_POPULATE_WRITE))
     for (size_t i = 0; i < n; i += HAK_OS_PAGE) ((volatile uint8_t*)a)[i] = 0;
-  seg->prefaulted = 1;
+  seg->large.prefaulted = 1;
 }
 
 /* Grow a large segment's mapping to at least new_map bytes, keeping its
@@ -132,7 +132,7 @@ static void prefault(hak_segment_t* seg, void* p, size_t size) {
  * aligned range.  Returns the segment (moved or not) or NULL, when it is
  * unchanged.  The caller accounts the bytes. */
 static hak_segment_t* large_grow_map(hak_segment_t* seg, size_t new_map) {
-  if (seg->pieced) return NULL;
+  if (seg->large.pieced) return NULL;
   _hak_limit_grow(new_map - seg->map_size);
   size_t grown = seg->thp ? new_map : _hak_bigcache_map_size(new_map);   /* advised: exactly (thp.c) */
   if (_hak_os_remap(seg, seg->map_size, grown, 0, NULL) != NULL ||
@@ -239,19 +239,19 @@ hak_warm static hak_segment_t* map_fresh(size_t need, size_t off, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  seg->large_fresh = 1;
-  seg->huge_aligned = 0;
-  seg->pieced = 0;
-  seg->large_peak = 0;
-  seg->guard_off = 0;
+  seg->large.fresh = 1;
+  seg->large.huge_aligned = 0;
+  seg->large.pieced = 0;
+  seg->large.peak = 0;
+  seg->sec.guard_off = 0;
   return seg;
 }
 
 /* A reused mapping's resident pages beyond a long-lived block's request
  * would idle for the block's long life: decommit them. */
 static void trim_resident(hak_segment_t* seg, size_t size) {
-  size_t from = hak_align_up(seg->large_off + size, HAK_OS_PAGE), to = hak_large_resident(seg);
-  if (to > from && _hak_decommit((uint8_t*)seg + from, to - from)) seg->large_peak = from - HAK_LARGE_HDR;
+  size_t from = hak_align_up(seg->large.off + size, HAK_OS_PAGE), to = hak_large_resident(seg);
+  if (to > from && _hak_decommit((uint8_t*)seg + from, to - from)) seg->large.peak = from - HAK_LARGE_HDR;
 }
 
 /* The block is live in its mapping (large_off and guard_off set): its
@@ -259,12 +259,12 @@ static void trim_resident(hak_segment_t* seg, size_t size) {
  * counters.  Returns the bytes of the block that were resident before (0
  * for a fresh mapping), which the site's prefault and record use. */
 hak_warm static size_t block_setup(hak_segment_t* seg, size_t size, bool long_lived) {
-  seg->large_size = size;
+  seg->large.size = size;
   seg->used_pages = 1;   /* live; 0 while cached or parked */
   _hak_secure_large_alloc(seg);
-  if (long_lived && !seg->large_fresh && seg->large_peak > size + LARGE_TRIM_MIN) trim_resident(seg, size);
-  size_t resident_before = seg->large_fresh ? 0 : hak_align_up(seg->large_peak, HAK_OS_PAGE);
-  if (size > seg->large_peak) seg->large_peak = size;
+  if (long_lived && !seg->large.fresh && seg->large.peak > size + LARGE_TRIM_MIN) trim_resident(seg, size);
+  size_t resident_before = seg->large.fresh ? 0 : hak_align_up(seg->large.peak, HAK_OS_PAGE);
+  if (size > seg->large.peak) seg->large.peak = size;
   atomic_fetch_add_explicit(&_hak_stat_large_allocs, 1, memory_order_relaxed);
   large_account(seg->map_size, 0);
   large_usable(hak_large_usable(seg), 0);
@@ -276,13 +276,13 @@ hak_warm static size_t block_setup(hak_segment_t* seg, size_t size, bool long_li
  * the heap profiler if it samples the block (prof.c). */
 hak_warm static void* block_ready(hak_segment_t* seg, size_t size, bool zero, const large_site_t* st,
                                   size_t resident_before, uintptr_t site) {
-  void* p = (uint8_t*)seg + seg->large_off;
-  if (zero && !seg->large_fresh) memset(p, 0, size);
-  seg->prefaulted = 0;
+  void* p = (uint8_t*)seg + seg->large.off;
+  if (zero && !seg->large.fresh) memset(p, 0, size);
+  seg->large.prefaulted = 0;
   if ((st->strategy == HAK_STRAT_PREFAULT || st->strategy == HAK_STRAT_POPULATE) && resident_before < size)
     prefault(seg, p, size);
-  seg->large_fresh = 0;
-  seg->site = st->sidx;
+  seg->large.fresh = 0;
+  seg->site.entry = st->sidx;
   if (st->sidx != HAK_SITE_NONE) _hak_site_after_alloc(st->sidx, seg, size, st->t0, resident_before);
   seg->prof = 0;
   if (hak_unlikely(hak_load_relaxed(&_hak_prof_on))) _hak_prof_large(seg, p, size, site);   /* sampled? (prof.c) */
@@ -306,9 +306,9 @@ hak_warm void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t 
   if (guard) need += HAK_OS_PAGE;
   hak_segment_t* seg = off == HAK_LARGE_HDR ? take_held(need, size, st.final_size) : NULL;
   if (seg == NULL && (seg = map_fresh(need, off, size)) == NULL) return NULL;
-  seg->large_off = off;
+  seg->large.off = off;
   if (guard) _hak_secure_large_place(seg, size, align);
-  else seg->guard_off = 0;
+  else seg->sec.guard_off = 0;
   size_t resident_before = block_setup(seg, size, st.long_lived);
   return block_ready(seg, size, zero, &st, resident_before, site);
 }
@@ -335,9 +335,9 @@ static bool sample_freed(hak_segment_t* seg, void* p) {
 hak_warm static void block_retire(hak_segment_t* seg, void* p) {
   seg->used_pages = 0;
   _hak_bigcache_unpin(seg, SIZE_MAX);
-  if (seg->guard_off && !HAK_SECURE) {   /* (secure: the block is not reused) */
-    _hak_os_protect((uint8_t*)seg + seg->guard_off, HAK_OS_PAGE, PROT_READ | PROT_WRITE);
-    seg->guard_off = 0;
+  if (seg->sec.guard_off && !HAK_SECURE) {   /* (secure: the block is not reused) */
+    _hak_os_protect((uint8_t*)seg + seg->sec.guard_off, HAK_OS_PAGE, PROT_READ | PROT_WRITE);
+    seg->sec.guard_off = 0;
   }
   unsigned i = atomic_fetch_add_explicit(&recent_pos, 1, memory_order_relaxed) % RECENT_N;
   hak_store_relaxed(&recent_freed[i], (uintptr_t)p);
@@ -351,7 +351,7 @@ hak_warm static void block_retire(hak_segment_t* seg, void* p) {
  * strategy (site.c), and the episode is recorded. */
 hak_warm static void free_by_site(hak_segment_t* seg) {
   uint64_t t0;
-  uint32_t sidx = seg->site;
+  uint32_t sidx = seg->site.entry;
   int st = _hak_site_on_free(seg, &t0);
   bool cached = false;
   size_t resident = hak_large_resident(seg);
@@ -383,7 +383,7 @@ hak_warm void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
   bool small_sample = hak_unlikely(seg->prof) && sample_freed(seg, p);
   _hak_secure_large_check(seg, op);
   block_retire(seg, p);
-  if (seg->huge_aligned) {
+  if (seg->large.huge_aligned) {
     huge_remove((uintptr_t)p);
     _hak_os_unmap(seg, seg->map_size);
     return;
@@ -392,7 +392,7 @@ hak_warm void _hak_large_free(hak_segment_t* seg, void* p, const char* op) {
     _hak_secure_large_quarantine(seg);
     return;
   }
-  if (seg->site == HAK_SITE_NONE) {
+  if (seg->site.entry == HAK_SITE_NONE) {
     if (small_sample || !_hak_bigcache_put(seg)) _hak_release_large(seg);
     _hak_background_wake();   /* the cache's blocks age while the program idles */
   } else {
@@ -421,18 +421,18 @@ bool _hak_large_recently_freed(const void* p) {
  * the tail beyond the headroom a new block of this size would get is given
  * back. */
 static void* resize_in_map(hak_segment_t* seg, void* p, size_t size, size_t new_map, size_t usable) {
-  size_t off = seg->large_off;
+  size_t off = seg->large.off;
   size_t keep = _hak_bigcache_map_size(new_map);
-  if (size < seg->large_size && keep < seg->map_size && seg->map_size - keep >= (size_t)256 * 1024 && !seg->huge_aligned) {
+  if (size < seg->large.size && keep < seg->map_size && seg->map_size - keep >= (size_t)256 * 1024 && !seg->large.huge_aligned) {
     if (_hak_os_unmap((uint8_t*)seg + keep, seg->map_size - keep)) {
       large_account(0, seg->map_size - keep);
       seg->map_size = keep;
-      if (seg->large_peak > keep - off) seg->large_peak = keep - off;
+      if (seg->large.peak > keep - off) seg->large.peak = keep - off;
     }
   }
-  seg->large_size = size;
+  seg->large.size = size;
   large_usable(hak_large_usable(seg), usable);
-  if (size > seg->large_peak) seg->large_peak = size;
+  if (size > seg->large.peak) seg->large.peak = size;
   _hak_bigcache_unpin(seg, off + size);
   return p;
 }
@@ -443,20 +443,20 @@ static void* resize_in_map(hak_segment_t* seg, void* p, size_t size, size_t new_
  * mapping: mremap cannot later grow a range made of two moved pieces); else
  * moved by mremap.  False: nothing moved, seg is still there. */
 static bool move_pages(hak_segment_t* seg, hak_segment_t* b, void* p, size_t usable) {
-  size_t off = seg->large_off, old_map = seg->map_size;
-  size_t len = hak_align_up(off + (seg->large_peak > seg->large_size ? seg->large_peak : seg->large_size), HAK_OS_PAGE);
+  size_t off = seg->large.off, old_map = seg->map_size;
+  size_t len = hak_align_up(off + (seg->large.peak > seg->large.size ? seg->large.peak : seg->large.size), HAK_OS_PAGE);
   if (len > old_map) len = old_map;
-  if (len - off <= LARGE_COPY_MAX || seg->pieced) {
-    uint8_t b_pieced = b->pieced;
+  if (len - off <= LARGE_COPY_MAX || seg->large.pieced) {
+    uint8_t b_pieced = b->large.pieced;
     memcpy(b, seg, sizeof *seg);
-    b->pieced = b_pieced;
+    b->large.pieced = b_pieced;
     memcpy((uint8_t*)b + off, p, usable);
     _hak_os_unmap(seg, old_map);
     return true;
   }
   if (_hak_os_remap(seg, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, b) != b) return false;
   if (old_map > len) _hak_os_unmap((uint8_t*)seg + len, old_map - len);
-  b->pieced = 1;
+  b->large.pieced = 1;
   return true;
 }
 
@@ -465,10 +465,10 @@ static bool move_pages(hak_segment_t* seg, hak_segment_t* b, void* p, size_t usa
  * rather than into fresh pages.  NULL when there is none, or the move
  * failed (the cached block is then given back). */
 static void* move_into_cached(hak_segment_t* seg, void* p, size_t size, size_t new_map, size_t usable) {
-  size_t off = seg->large_off;
+  size_t off = seg->large.off;
   hak_segment_t* b = _hak_bigcache_take_cover(new_map, off + size);
   if (b == NULL) return NULL;
-  size_t old_map = seg->map_size, b_map = b->map_size, b_peak = b->large_peak, b_pinned = b->pinned;
+  size_t old_map = seg->map_size, b_map = b->map_size, b_peak = b->large.peak, b_pinned = b->large.pinned;
   _hak_segmap_set(seg, false);   /* before its range is given up (see large_grow_map) */
   if (!move_pages(seg, b, p, usable)) {
     _hak_segmap_set(seg, true);   /* could not move: still here */
@@ -478,10 +478,10 @@ static void* move_into_cached(hak_segment_t* seg, void* p, size_t size, size_t n
   }
   atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
   _hak_bigcache_unpin(b, SIZE_MAX);   /* b's header is now the block's: its pin is the old one */
-  b->pinned = b_pinned;
+  b->large.pinned = b_pinned;
   b->map_size = b_map;   /* b's header page is now the block's own */
-  b->large_size = size;
-  b->large_peak = b_peak > size ? b_peak : size;
+  b->large.size = size;
+  b->large.peak = b_peak > size ? b_peak : size;
   large_account(b_map - old_map, 0);
   large_usable(hak_large_usable(b), usable);
   return (uint8_t*)b + off;
@@ -490,22 +490,22 @@ static void* move_into_cached(hak_segment_t* seg, void* p, size_t size, size_t n
 /* In the mapping, else into a cached block, else the mapping grown in place
  * or its pages moved to a fresh range (no copy); NULL: the caller copies. */
 static void* large_realloc(hak_segment_t* seg, void* p, size_t size) {
-  size_t off = seg->large_off;
+  size_t off = seg->large.off;
   size_t usable = hak_large_usable(seg);
-  if (HAK_SECURE || size <= HAK_MEDIUM_MAX / 2 || (seg->huge_aligned && size > seg->map_size - off)) {
+  if (HAK_SECURE || size <= HAK_MEDIUM_MAX / 2 || (seg->large.huge_aligned && size > seg->map_size - off)) {
     return NULL;   /* becomes small (or a huge-aligned block grows): the caller copies */
   }
   size_t new_map = hak_align_up(off + size, HAK_OS_PAGE);
   if (new_map <= seg->map_size) return resize_in_map(seg, p, size, new_map, usable);
-  if (!seg->huge_aligned) {
+  if (!seg->large.huge_aligned) {
     void* q = move_into_cached(seg, p, size, new_map, usable);
     if (q != NULL) return q;
   }
   size_t old_map = seg->map_size;
   hak_segment_t* nseg = large_grow_map(seg, new_map);
   if (nseg == NULL) return NULL;   /* last resort: the caller copies */
-  nseg->large_size = size;
-  if (size > nseg->large_peak) nseg->large_peak = size;
+  nseg->large.size = size;
+  if (size > nseg->large.peak) nseg->large.peak = size;
   large_account(nseg->map_size - old_map, 0);
   large_usable(hak_large_usable(nseg), usable);
   return (uint8_t*)nseg + off;

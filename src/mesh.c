@@ -51,7 +51,7 @@ static _Atomic(uint64_t) st_passes, st_meshes, st_roots, st_dissolved, st_unmesh
     st_forks;
 
 /* ---------------------------------------------------------------- geometry */
-hak_inline hak_mesh_t* mslab_entry(const hak_slab_t* s) { return hak_segment_of(s)->mesh[hak_slab_index(s)]; }
+hak_inline hak_mesh_t* mslab_entry(const hak_slab_t* s) { return hak_segment_of(s)->mesh.page[hak_slab_index(s)]; }
 hak_inline uint32_t mslab_blocks(const hak_slab_t* s) { return (uint32_t)(HAK_PAGE_SIZE / s->bsize); }
 hak_inline uint32_t mslab_carved(const hak_slab_t* s) { return s->carved / hak_slab_step(s); }
 hak_inline uint64_t page_bit(const hak_slab_t* s) { return (uint64_t)1 << hak_slab_index(s); }
@@ -85,14 +85,14 @@ static void mesh_segv(int sig, siginfo_t* si, void* ctx) {
   if (si->si_code == SEGV_ACCERR && hak_ptr_classify(a, &r) == HAK_SEG_SMALL) {
     hak_segment_t* seg = r.seg;
     uint64_t bit = (uint64_t)1 << (((uintptr_t)a >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1));
-    if (hak_load_acquire(&seg->mesh_prot) & bit) {
+    if (hak_load_acquire(&seg->mesh.prot) & bit) {
       atomic_fetch_add_explicit(&st_waits, 1, memory_order_relaxed);
       pid_t fp = hak_load_relaxed(&fork_pid);
       if (fp != 0 && getpid() != fp) {
         fork_privatize();
         return;
       }
-      while (hak_load_acquire(&seg->mesh_prot) & bit) sched_yield();
+      while (hak_load_acquire(&seg->mesh.prot) & bit) sched_yield();
       return;
     }
     /* The barrier may have been lifted between the fault and this test:
@@ -151,12 +151,12 @@ static void signals_block(sigset_t* old) {
 }
 
 static void protect(hak_slab_t* s) {
-  atomic_fetch_or_explicit(&hak_segment_of(s)->mesh_prot, page_bit(s), memory_order_seq_cst);
+  atomic_fetch_or_explicit(&hak_segment_of(s)->mesh.prot, page_bit(s), memory_order_seq_cst);
   if (!_hak_os_protect(hak_slab_start(s), HAK_PAGE_SIZE, PROT_READ))
     _hak_fatal("hakmem: mesh: mprotect of %p failed\n", (void*)hak_slab_start(s));
 }
 static void unprotect_bit(hak_slab_t* s) {
-  atomic_fetch_and_explicit(&hak_segment_of(s)->mesh_prot, ~page_bit(s), memory_order_release);
+  atomic_fetch_and_explicit(&hak_segment_of(s)->mesh.prot, ~page_bit(s), memory_order_release);
 }
 
 /* ---------------------------------------------------------------- registry (reg_lock) */
@@ -249,10 +249,10 @@ static uint64_t slot_new(void) {
 
 static void seg_mark(hak_slab_t* s, hak_mesh_t* e) {
   hak_segment_t* seg = hak_segment_of(s);
-  seg->mesh[hak_slab_index(s)] = e;
+  seg->mesh.page[hak_slab_index(s)] = e;
   /* atomic: other heaps' slabs share the segment (pool.c) and its word */
-  if (e) __atomic_fetch_or(&seg->mesh_pages, page_bit(s), __ATOMIC_RELAXED);
-  else __atomic_fetch_and(&seg->mesh_pages, ~page_bit(s), __ATOMIC_RELAXED);
+  if (e) __atomic_fetch_or(&seg->mesh.pages, page_bit(s), __ATOMIC_RELAXED);
+  else __atomic_fetch_and(&seg->mesh.pages, ~page_bit(s), __ATOMIC_RELAXED);
 }
 
 /* ---------------------------------------------------------------- blocks */
@@ -362,7 +362,7 @@ static bool absorb(hak_heap_t* h, hak_mesh_t* ea, hak_slab_t* b, const uint64_t*
   copy_blocks(hak_slab_start(a), page, map, mslab_blocks(b), b->bsize);
   remap_file(page, mesh_fd, ea->off);
   unprotect_bit(b);
-  if (eb->root == NULL && hak_segment_of(b)->mesh[hak_slab_index(b)] == eb) {   /* B was a root: its file page goes */
+  if (eb->root == NULL && hak_segment_of(b)->mesh.page[hak_slab_index(b)] == eb) {   /* B was a root: its file page goes */
     _hak_os_punch(mesh_fd, eb->off, HAK_PAGE_SIZE);
     hak_lock(&reg_lock);
     slots[slot_nfree++] = eb->off;
@@ -479,13 +479,13 @@ bool _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* b) {
  * under the segment lock when abandoned): private memory again, file page
  * punched.  Roots have no aliases then (their blocks count in the root). */
 void _hak_mesh_page_freed(hak_segment_t* seg, size_t idx) {
-  hak_mesh_t* e = seg->mesh[idx];
+  hak_mesh_t* e = seg->mesh.page[idx];
   uint8_t* page = (uint8_t*)seg + (idx << HAK_PAGE_SHIFT);
   remap_anon(page);
   if (e->root != NULL) e->root->naliases--;
   else if (!mesh_off && mesh_fd_ok()) _hak_os_punch(mesh_fd, e->off, HAK_PAGE_SIZE);
-  seg->mesh[idx] = NULL;
-  __atomic_fetch_and(&seg->mesh_pages, ~((uint64_t)1 << idx), __ATOMIC_RELAXED);
+  seg->mesh.page[idx] = NULL;
+  __atomic_fetch_and(&seg->mesh.pages, ~((uint64_t)1 << idx), __ATOMIC_RELAXED);
   entry_drop(e);
 }
 

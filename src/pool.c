@@ -35,48 +35,48 @@ static bool pool_seg_valid(const hak_segment_t* seg) {
     seen |= m->mask;
     abandoned += m->mask != 0 && m->heap == NULL;
   }
-  uint64_t slab_pages = ~seg->free_pages & ~(uint64_t)1 & HAK_SMALL_FREE_PAGES;
-  return (seen & ~slab_pages) == 0 && abandoned <= 1 && abandoned == (seg->abandoned ? 1 : 0) &&
+  uint64_t slab_pages = ~seg->pool.free_pages & ~(uint64_t)1 & HAK_SMALL_FREE_PAGES;
+  return (seen & ~slab_pages) == 0 && abandoned <= 1 && abandoned == (seg->pool.abandoned ? 1 : 0) &&
          seg->used_pages == (uint32_t)hak_popcount64(slab_pages);
 }
 #endif
 
 /* ---------------------------------------------------------------- lists (pool lock) */
 static void avail_link(hak_segment_t* seg) {
-  if (seg->in_pool) return;
+  if (seg->pool.listed) return;
   seg->prev = NULL;
   seg->next = pool_avail;
   if (pool_avail) pool_avail->prev = seg;
   pool_avail = seg;
-  seg->in_pool = 1;
+  seg->pool.listed = 1;
   atomic_fetch_add_explicit(&_hak_pool_segs, 1, memory_order_relaxed);
 }
 static void avail_unlink(hak_segment_t* seg) {
-  if (!seg->in_pool) return;
+  if (!seg->pool.listed) return;
   if (seg->prev) seg->prev->next = seg->next;
   else pool_avail = seg->next;
   if (seg->next) seg->next->prev = seg->prev;
   seg->next = seg->prev = NULL;
-  seg->in_pool = 0;
+  seg->pool.listed = 0;
   atomic_fetch_sub_explicit(&_hak_pool_segs, 1, memory_order_relaxed);
 }
 static void ab_link(hak_segment_t* seg) {
-  if (seg->abandoned) return;
-  seg->abprev = NULL;
-  seg->abnext = pool_abandoned;
-  if (pool_abandoned) pool_abandoned->abprev = seg;
+  if (seg->pool.abandoned) return;
+  seg->pool.abprev = NULL;
+  seg->pool.abnext = pool_abandoned;
+  if (pool_abandoned) pool_abandoned->pool.abprev = seg;
   pool_abandoned = seg;
-  seg->abandoned = 1;
+  seg->pool.abandoned = 1;
   atomic_fetch_add_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&_hak_stat_seg_abandon_total, 1, memory_order_relaxed);
 }
 static void ab_unlink(hak_segment_t* seg) {
-  if (!seg->abandoned) return;
-  if (seg->abprev) seg->abprev->abnext = seg->abnext;
-  else pool_abandoned = seg->abnext;
-  if (seg->abnext) seg->abnext->abprev = seg->abprev;
-  seg->abnext = seg->abprev = NULL;
-  seg->abandoned = 0;
+  if (!seg->pool.abandoned) return;
+  if (seg->pool.abprev) seg->pool.abprev->pool.abnext = seg->pool.abnext;
+  else pool_abandoned = seg->pool.abnext;
+  if (seg->pool.abnext) seg->pool.abnext->pool.abprev = seg->pool.abprev;
+  seg->pool.abnext = seg->pool.abprev = NULL;
+  seg->pool.abandoned = 0;
   atomic_fetch_sub_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
 }
 
@@ -143,7 +143,7 @@ static size_t find_run(uint64_t bits, unsigned n, bool top) {
   return top ? 63 - (size_t)__builtin_clzll(x) : (size_t)__builtin_ctzll(x);
 }
 static size_t seg_run(const hak_segment_t* seg, pages_from_t from, unsigned n, bool top) {
-  return find_run(from == PAGES_ANY ? seg->free_pages : seg->free_pages & seg->dirty_pages, n, top && seg->thp != 0);
+  return find_run(from == PAGES_ANY ? seg->pool.free_pages : seg->pool.free_pages & seg->age.dirty, n, top && seg->thp != 0);
 }
 
 /* Pages [idx, idx + n) of seg become a slab of h (pool lock). */
@@ -153,12 +153,12 @@ static bool pool_claim(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n
   /* secure: pages never used are PROT_NONE; no more mappings
    * (vm.max_map_count) is out of memory */
   *zero = false;
-  if (HAK_SECURE && (mask & ~seg->sec_open)) {
+  if (HAK_SECURE && (mask & ~seg->sec.open)) {
     if (!_hak_secure_slab_pages(seg, idx, npages)) return false;
-    *zero = (mask & seg->sec_open) == 0;
-    seg->sec_open |= mask;
+    *zero = (mask & seg->sec.open) == 0;
+    seg->sec.open |= mask;
   }
-  seg->free_pages &= ~mask;
+  seg->pool.free_pages &= ~mask;
   seg->used_pages += npages;
   _hak_pages_reused(seg, mask);
   size_t r = hak_load_relaxed(&_hak_retained_bytes);
@@ -168,7 +168,7 @@ static bool pool_claim(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n
   atomic_fetch_and_explicit(&seg->xremote, ~((uint64_t)1 << idx), memory_order_relaxed);
   member_add(h, seg, idx);
   hak_assert_expensive(pool_seg_valid(seg));
-  if (seg->free_pages == 0) avail_unlink(seg);
+  if (seg->pool.free_pages == 0) avail_unlink(seg);
   atomic_fetch_add_explicit(&_hak_stat_slab_pages, npages, memory_order_relaxed);
   return true;
 }
@@ -203,7 +203,7 @@ hak_warm hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t f
     seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, (size_t)h->nsegs << HAK_SEG_SHIFT, bsize);
     if (seg == NULL) return NULL;
     hak_lock(&pool_lock);   /* nobody else knows seg yet */
-    idx = find_run(seg->free_pages, npages, top && seg->thp != 0);
+    idx = find_run(seg->pool.free_pages, npages, top && seg->thp != 0);
     avail_link(seg);
   }
   bool ok = pool_claim(h, seg, idx, npages, bsize, zero);
@@ -223,7 +223,7 @@ hak_warm static hak_segment_t* pool_give_locked(hak_heap_t* h, hak_segment_t* se
   atomic_fetch_and_explicit(&seg->xremote, ~((uint64_t)1 << idx), memory_order_relaxed);
   atomic_fetch_sub_explicit(&_hak_stat_slab_pages, n, memory_order_relaxed);
   atomic_fetch_add_explicit(&_hak_pool_gives, 1, memory_order_relaxed);
-  seg->free_pages |= mask;
+  seg->pool.free_pages |= mask;
   seg->used_pages -= n;
   hak_assert_expensive(pool_seg_valid(seg));
   bool empty = seg->used_pages == 0;
@@ -355,7 +355,7 @@ hak_warm void _hak_pool_abandoned_tick(bool force) {
   hak_segment_t* emptied = NULL;
   hak_lock(&pool_lock);
   for (hak_segment_t *seg = pool_abandoned, *next; seg; seg = next) {
-    next = seg->abnext;
+    next = seg->pool.abnext;
     hak_member_t* a = member_of(seg, NULL);
     uint64_t bits = _hak_abandoned_collect(seg, a->mask);   /* the slabs the remote frees emptied */
     while (bits != 0) {
@@ -388,7 +388,7 @@ _Atomic(uint64_t) _hak_stat_pool_surplus;
 static void pool_trim_surplus(size_t n, hak_segment_t* tail) {
   for (hak_segment_t* seg = tail; seg != NULL && n != 0; seg = seg->prev) {
     /* (not in a half backed by huge pages: one page would split it) */
-    uint64_t pages = seg->free_pages & seg->dirty_pages, take = 0;
+    uint64_t pages = seg->pool.free_pages & seg->age.dirty, take = 0;
     if (seg->thp & 1) pages &= ~(uint64_t)0 << 32;
     if (seg->thp & 2) pages &= ((uint64_t)1 << 32) - 1;
     for (; pages != 0 && n != 0; n--) {
@@ -435,8 +435,8 @@ hak_warm void _hak_pool_tick(uint64_t now, uint64_t delay, bool force) {
   hak_segment_t* tail = NULL;
   for (hak_segment_t* seg = pool_avail; seg != NULL; tail = seg, seg = seg->next) {
     if (force) _hak_segment_decommit_free_pages(seg);
-    else if (seg->dirty_pages | seg->dirty_old | seg->dirty_old2) _hak_segment_age(seg, now, delay);
-    now_free += (size_t)hak_popcount64(seg->free_pages & seg->dirty_pages);
+    else if (seg->age.dirty | seg->age.old | seg->age.old2) _hak_segment_age(seg, now, delay);
+    now_free += (size_t)hak_popcount64(seg->pool.free_pages & seg->age.dirty);
   }
   if (!force) pool_age_count(now_free, tail);
   hak_unlock(&pool_lock);
@@ -457,8 +457,8 @@ void _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident) {
   hak_lock(&pool_lock);
   for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next) {
     ++*segs;
-    *free_pages += (size_t)hak_popcount64(seg->free_pages);
-    *resident += (size_t)hak_popcount64(seg->free_pages & seg->dirty_pages);
+    *free_pages += (size_t)hak_popcount64(seg->pool.free_pages);
+    *resident += (size_t)hak_popcount64(seg->pool.free_pages & seg->age.dirty);
   }
   hak_unlock(&pool_lock);
 }
@@ -483,7 +483,7 @@ void _hak_pool_foreach_slab(void (*fn)(hak_slab_t*, void*), void* arg) {
   slab_walk_t w = {fn, arg, false};
   _hak_heaps_foreach(walk_heap, &w);
   if (!w.locked) hak_lock(&pool_lock);
-  for (hak_segment_t* seg = pool_abandoned; seg != NULL; seg = seg->abnext) {
+  for (hak_segment_t* seg = pool_abandoned; seg != NULL; seg = seg->pool.abnext) {
     hak_member_t* a = member_of(seg, NULL);
     if (a != NULL) walk_mask(seg, a->mask, &w);
   }

@@ -499,7 +499,7 @@ void _hak_prof_after(hak_heap_t* h, size_t cls) {
 /* A large block (large.c, after it is made): its own stream of bytes. */
 void _hak_prof_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site) {
   hak_heap_t* h = hak_heap_get();
-  if (prof_busy || hak_load_relaxed(&_hak_prof_on) != 1 || h == &_hak_heap_empty || seg->huge_aligned) return;
+  if (prof_busy || hak_load_relaxed(&_hak_prof_on) != 1 || h == &_hak_heap_empty || seg->large.huge_aligned) return;
   int64_t* left = &h->prof.left[HAK_NCLASSES];
   if (!(h->prof.started >> HAK_NCLASSES & 1)) {
     h->prof.started |= (uint64_t)1 << HAK_NCLASSES;

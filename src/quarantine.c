@@ -167,7 +167,7 @@ void _hak_secure_large_recent(void) {
     if (!_hak_secure_large_head_ok(seg)) {
       hak_unlock(&lq_lock);
       _hak_fatal("hakmem: write after free detected in block %p (large block, near offset 0): written after its free, "
-                 "before the next malloc\n", (void*)((uint8_t*)seg + seg->large_off));
+                 "before the next malloc\n", (void*)((uint8_t*)seg + seg->large.off));
     }
   }
   hak_store_relaxed(&lq_checked, seg);
@@ -180,7 +180,7 @@ static void lq_leave(hak_segment_t* seg) {
 }
 
 void _hak_secure_large_quarantine(hak_segment_t* seg) {
-  if (seg->large_size > LARGE_QUAR_BYTES) {
+  if (seg->large.size > LARGE_QUAR_BYTES) {
     _hak_unmap_large(seg);
     return;
   }
@@ -191,10 +191,10 @@ void _hak_secure_large_quarantine(hak_segment_t* seg) {
   lq_slot[(lq_head + lq_n) % LARGE_QUAR_N] = seg;
   lq_n++;
   hak_store_relaxed(&lq_newest, seg);
-  lq_bytes += seg->large_size;
+  lq_bytes += seg->large.size;
   while (lq_n == LARGE_QUAR_N || (lq_bytes > LARGE_QUAR_BYTES && lq_n > 1)) {
     out[nout++] = lq_slot[lq_head];
-    lq_bytes -= lq_slot[lq_head]->large_size;
+    lq_bytes -= lq_slot[lq_head]->large.size;
     lq_head = (lq_head + 1) % LARGE_QUAR_N;
     lq_n--;
   }
@@ -219,7 +219,7 @@ void _hak_secure_large_flush(void) {
     hak_segment_t* seg = NULL;
     if (lq_n > 0) {
       seg = lq_slot[lq_head];
-      lq_bytes -= seg->large_size;
+      lq_bytes -= seg->large.size;
       lq_head = (lq_head + 1) % LARGE_QUAR_N;
       lq_n--;
     }
@@ -241,11 +241,11 @@ hak_segment_t* _hak_secure_large_take(size_t need) {
     hak_segment_t* c = lq_slot[i];
     /* (and the block can end at its guard page while it starts in the
      * first HAK_SEG_SIZE bytes, where free finds it: _hak_secure_large_place) */
-    if (c->guard_off != 0 && c->map_size >= need && c->map_size <= _hak_bigcache_map_size(need) &&
-        c->guard_off + 2 * HAK_OS_PAGE + HAK_LARGE_HDR < HAK_SEG_SIZE + need) {
+    if (c->sec.guard_off != 0 && c->map_size >= need && c->map_size <= _hak_bigcache_map_size(need) &&
+        c->sec.guard_off + 2 * HAK_OS_PAGE + HAK_LARGE_HDR < HAK_SEG_SIZE + need) {
       seg = c;
       lq_slot[i] = lq_slot[lq_head];   /* (the FIFO order of the rest changes a little) */
-      lq_bytes -= seg->large_size;
+      lq_bytes -= seg->large.size;
       lq_head = (lq_head + 1) % LARGE_QUAR_N;
       lq_n--;
       break;

@@ -35,7 +35,7 @@ hak_warm static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t fro
  * holes left by frees: a growing heap's young slabs keep their room for
  * their own class) and at most 7/8 used (a nearly full slab has too few
  * holes to be worth the slow path) lend, and the scan resumes where
- * the last loan was found (h->borrow[cls], trusted only while it is still
+ * the last loan was found (h->lend.slab[cls], trusted only while it is still
  * this heap's slab with room). */
 #define BORROW_SCAN 8   /* slabs looked at per larger class and malloc */
 hak_inline bool borrow_ok(const hak_heap_t* h, const hak_slab_t* t) {
@@ -46,7 +46,7 @@ hak_inline bool borrow_ok(const hak_heap_t* h, const hak_slab_t* t) {
 #define BORROW_CHECK 64   /* loans between two checks that the class grows into the holes */
 static void* heap_borrow(hak_heap_t* h, size_t cls, size_t req) {
   uint32_t want = _hak_class_size[cls];
-  hak_slab_t* t = h->borrow[cls];
+  hak_slab_t* t = h->lend.slab[cls];
   if (t != NULL && t->cls > cls && _hak_class_size[t->cls] <= want + want / 2 && borrow_ok(h, t)) {
     /* Lending is for a class that grows into holes.  A class whose blocks
      * come back as fast as they are lent (a steady malloc/free cycle) would
@@ -55,31 +55,31 @@ static void* heap_borrow(hak_heap_t* h, size_t cls, size_t req) {
      * the loans since the last check, the class gets a slab of its own
      * (the caller makes one when this returns NULL), whose fast path then
      * serves the cycle. */
-    if (++h->borrow_n[cls] >= BORROW_CHECK) {
-      if ((int64_t)t->used - (int64_t)h->borrow_used[cls] < BORROW_CHECK / 2) {
-        h->borrow[cls] = NULL;
+    if (++h->lend.n[cls] >= BORROW_CHECK) {
+      if ((int64_t)t->used - (int64_t)h->lend.used[cls] < BORROW_CHECK / 2) {
+        h->lend.slab[cls] = NULL;
         return NULL;
       }
-      h->borrow_n[cls] = 0;
-      h->borrow_used[cls] = t->used;
+      h->lend.n[cls] = 0;
+      h->lend.used[cls] = t->used;
     }
     goto lend;
   }
   for (size_t c2 = cls + 1; c2 < HAK_NCLASSES && _hak_class_size[c2] <= want + want / 2; c2++) {
     /* from the last loan's slab on when it is of this class, else from the head */
-    t = h->borrow[cls] != NULL && h->borrow[cls]->cls == c2 && hak_load_relaxed(&h->borrow[cls]->xowner) == (uintptr_t)h
-            ? h->borrow[cls]->next : h->cls[c2].cur;
+    t = h->lend.slab[cls] != NULL && h->lend.slab[cls]->cls == c2 && hak_load_relaxed(&h->lend.slab[cls]->xowner) == (uintptr_t)h
+            ? h->lend.slab[cls]->next : h->cls[c2].cur;
     if (t == NULL) t = h->cls[c2].cur;
     for (int k = 0; k < BORROW_SCAN && t != NULL && t != &_hak_slab_empty; k++, t = t->next)
       if (borrow_ok(h, t)) goto lend;
   }
-  h->borrow[cls] = NULL;
+  h->lend.slab[cls] = NULL;
   return NULL;
 lend:
-  if (h->borrow[cls] != t) {   /* a new lender: count from here */
-    h->borrow[cls] = t;
-    h->borrow_n[cls] = 0;
-    h->borrow_used[cls] = t->used;
+  if (h->lend.slab[cls] != t) {   /* a new lender: count from here */
+    h->lend.slab[cls] = t;
+    h->lend.n[cls] = 0;
+    h->lend.used[cls] = t->used;
   }
   atomic_fetch_add_explicit(&_hak_stat_borrowed, 1, memory_order_relaxed);
   return hak_slab_pop(&h->cls[t->cls], t, t->free, req);
@@ -90,8 +90,8 @@ lend:
  * sparse slabs go back (only the owner may touch them); every 64th refill,
  * remote frees elsewhere and the release clock.  The class's current slab. */
 hak_warm static hak_slab_t* heap_refill_tick(hak_heap_t* h, size_t cls) {
-  if (hak_unlikely(h->limit_epoch != hak_load_relaxed(&_hak_limit_epoch))) {
-    h->limit_epoch = hak_load_relaxed(&_hak_limit_epoch);
+  if (hak_unlikely(h->limit.epoch != hak_load_relaxed(&_hak_limit_epoch))) {
+    h->limit.epoch = hak_load_relaxed(&_hak_limit_epoch);
     _hak_collect_heap(h);
   }
   hak_slab_t* s = h->cls[cls].cur;

@@ -99,8 +99,8 @@ void _hak_release_large(hak_segment_t* seg) {
     return;
   }
   _hak_decommit((uint8_t*)seg + HAK_LARGE_HDR, seg->map_size - HAK_LARGE_HDR);
-  seg->large_fresh = hak_opt(DECOMMIT) == HAK_DECOMMIT_DONTNEED;
-  seg->large_peak = 0;   /* nothing resident any more */
+  seg->large.fresh = hak_opt(DECOMMIT) == HAK_DECOMMIT_DONTNEED;
+  seg->large.peak = 0;   /* nothing resident any more */
   hak_segment_t* group[BATCH_N];
   size_t ng = 0;
   hak_lock(&batch_lock);
@@ -173,13 +173,13 @@ static void decommit_pages(hak_segment_t* seg, uint64_t pages) {
   }
   atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(pages) << HAK_PAGE_SHIFT,
                             memory_order_relaxed);
-  seg->dirty_pages &= ~pages;
-  seg->dirty_old &= ~pages;
-  seg->dirty_old2 &= ~pages;
+  seg->age.dirty &= ~pages;
+  seg->age.old &= ~pages;
+  seg->age.old2 &= ~pages;
 }
 
-void _hak_segment_decommit_free_pages(hak_segment_t* seg) { decommit_pages(seg, seg->dirty_pages); }
-void _hak_segment_decommit(hak_segment_t* seg, uint64_t pages) { decommit_pages(seg, pages & seg->dirty_pages); }
+void _hak_segment_decommit_free_pages(hak_segment_t* seg) { decommit_pages(seg, seg->age.dirty); }
+void _hak_segment_decommit(hak_segment_t* seg, uint64_t pages) { decommit_pages(seg, pages & seg->age.dirty); }
 
 /* A segment's page clock, a snapshot every half delay (3/8 of it, so that a
  * tick a little early does not skip one): the pages empty at the last two
@@ -191,19 +191,19 @@ void _hak_segment_decommit(hak_segment_t* seg, uint64_t pages) { decommit_pages(
  * snapshot a delay, used until 2026-11-26, let a page wait up to twice the
  * delay.) */
 void _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay) {
-  if (now - seg->aged_ms < delay / 2 - delay / 8) return;
-  decommit_pages(seg, seg->dirty_old2 & seg->dirty_pages);
-  seg->dirty_old2 = seg->dirty_old & seg->dirty_pages;
-  seg->dirty_old = seg->dirty_pages;
-  seg->aged_ms = now;
+  if (now - seg->age.ms < delay / 2 - delay / 8) return;
+  decommit_pages(seg, seg->age.old2 & seg->age.dirty);
+  seg->age.old2 = seg->age.old & seg->age.dirty;
+  seg->age.old = seg->age.dirty;
+  seg->age.ms = now;
 }
 
 /* Slab pages just became free in a small segment (pool lock). */
 hak_warm void _hak_pages_freed(hak_segment_t* seg, uint64_t mask) {
   if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
-  if (seg->dirty_pages == 0) seg->dirty_since = _hak_clock_ms();
-  uint64_t fresh = mask & ~seg->dirty_pages;
-  seg->dirty_pages |= mask;
+  if (seg->age.dirty == 0) seg->age.since = _hak_clock_ms();
+  uint64_t fresh = mask & ~seg->age.dirty;
+  seg->age.dirty |= mask;
   atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(fresh) << HAK_PAGE_SHIFT,
                             memory_order_relaxed);
   if (hak_opt(DECOMMIT_DELAY_MS) == 0 || _hak_retained_over_target()) _hak_segment_decommit_free_pages(seg);
@@ -211,11 +211,11 @@ hak_warm void _hak_pages_freed(hak_segment_t* seg, uint64_t mask) {
 
 /* Slab pages are taken again: they are no longer empty memory. */
 hak_warm void _hak_pages_reused(hak_segment_t* seg, uint64_t mask) {
-  uint64_t was = seg->dirty_pages & mask;
-  seg->dirty_old &= ~mask;
-  seg->dirty_old2 &= ~mask;
+  uint64_t was = seg->age.dirty & mask;
+  seg->age.old &= ~mask;
+  seg->age.old2 &= ~mask;
   if (was == 0) return;
-  seg->dirty_pages &= ~mask;
+  seg->age.dirty &= ~mask;
   atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(was) << HAK_PAGE_SHIFT,
                             memory_order_relaxed);
 }

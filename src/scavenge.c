@@ -44,7 +44,7 @@ _Atomic(size_t) _hak_stat_scav_dropped;   /* pages given back and not taken back
 
 #define OS_PER_PAGE (HAK_PAGE_SIZE / HAK_OS_PAGE)   /* 16 */
 hak_inline bool dropped(const hak_segment_t* seg, size_t idx, size_t j) {
-  return (seg->drop[idx + j / OS_PER_PAGE] >> (j % OS_PER_PAGE)) & 1;
+  return (seg->scav.drop[idx + j / OS_PER_PAGE] >> (j % OS_PER_PAGE)) & 1;
 }
 
 /* Does block b of s (an owned slab) overlap a page given back? */
@@ -56,7 +56,7 @@ hak_inline bool block_dropped(const hak_segment_t* seg, size_t idx, size_t lo, u
 bool _hak_scavenge_is_phantom(const hak_slab_t* s, const void* b) {
   const hak_segment_t* seg = hak_segment_of(s);
   size_t idx = hak_slab_index(s);
-  return seg->nphantom[idx] != 0 && block_dropped(seg, idx, (size_t)((const uint8_t*)b - hak_slab_start(s)), s->bsize);
+  return seg->scav.nphantom[idx] != 0 && block_dropped(seg, idx, (size_t)((const uint8_t*)b - hak_slab_start(s)), s->bsize);
 }
 
 /* The free blocks of s (its free list, after its remote frees) in map;
@@ -140,8 +140,8 @@ static size_t give_back(hak_slab_t* s, const uint64_t* newdrop) {
     }
     size_t k = j;
     while (k < nos && ((newdrop[k / 64] >> (k % 64)) & 1)) {
-      __atomic_store_n(&seg->drop[idx + k / OS_PER_PAGE],
-                       (uint16_t)(seg->drop[idx + k / OS_PER_PAGE] | (1u << (k % OS_PER_PAGE))), __ATOMIC_RELAXED);
+      __atomic_store_n(&seg->scav.drop[idx + k / OS_PER_PAGE],
+                       (uint16_t)(seg->scav.drop[idx + k / OS_PER_PAGE] | (1u << (k % OS_PER_PAGE))), __ATOMIC_RELAXED);
       k++;
     }
     /* an advised half of the segment is advised no more, or khugepaged
@@ -167,7 +167,7 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
   uint64_t newdrop[NEWDROP_WORDS] = {0};
   if (!free_pages(s, map, newdrop)) return 0;
   uint32_t phantoms = relink_free(s, map, nb, newdrop);
-  __atomic_store_n(&seg->nphantom[idx], (uint16_t)(seg->nphantom[idx] + phantoms), __ATOMIC_RELAXED);
+  __atomic_store_n(&seg->scav.nphantom[idx], (uint16_t)(seg->scav.nphantom[idx] + phantoms), __ATOMIC_RELAXED);
   return give_back(s, newdrop);
 }
 
@@ -175,10 +175,10 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
 static size_t drop_clear(hak_segment_t* seg, size_t idx, unsigned npages) {
   size_t pages = 0;
   for (unsigned k = 0; k < npages; k++) {
-    pages += (size_t)hak_popcount64(seg->drop[idx + k]);
-    __atomic_store_n(&seg->drop[idx + k], 0, __ATOMIC_RELAXED);
+    pages += (size_t)hak_popcount64(seg->scav.drop[idx + k]);
+    __atomic_store_n(&seg->scav.drop[idx + k], 0, __ATOMIC_RELAXED);
   }
-  __atomic_store_n(&seg->nphantom[idx], 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&seg->scav.nphantom[idx], 0, __ATOMIC_RELAXED);
   if (pages) atomic_fetch_sub_explicit(&_hak_stat_scav_dropped, pages, memory_order_relaxed);
   return pages;
 }
@@ -323,13 +323,13 @@ hak_warm void _hak_scavenge_pass(hak_heap_t* h, bool forced) {
  * were free at the pass; one freed a moment earlier may be taken back soon
  * (a fault), at most once per delay. */
 hak_warm void _hak_scavenge_tick(hak_heap_t* h, uint64_t now, uint64_t delay) {
-  if (now < h->scav_next_ms || !scavenge_on(h)) return;
+  if (now < h->scav.next_ms || !scavenge_on(h)) return;
   uint64_t base = delay > HAK_PACE_AUTO_MS ? delay : HAK_PACE_AUTO_MS;
-  if (h->scav_next_ms == 0) {   /* the heap's first tick starts its clock: a short thread never pays a pass */
-    h->scav_gap_ms = base;
-    h->scav_next_ms = now + base;
+  if (h->scav.next_ms == 0) {   /* the heap's first tick starts its clock: a short thread never pays a pass */
+    h->scav.gap_ms = base;
+    h->scav.next_ms = now + base;
     return;
   }
-  h->scav_gap_ms = hak_pace_gap(h->scav_gap_ms, base, scavenge_heap(h) != 0);
-  h->scav_next_ms = now + h->scav_gap_ms;
+  h->scav.gap_ms = hak_pace_gap(h->scav.gap_ms, base, scavenge_heap(h) != 0);
+  h->scav.next_ms = now + h->scav.gap_ms;
 }

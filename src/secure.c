@@ -301,7 +301,7 @@ void _hak_secure_new_array(void* p) {
   if (p == NULL || array_pairs_off) return;
   uint32_t kind = hak_ptr_classify(p, &r), bsize;
   uint64_t* t;
-  if (kind == HAK_SEG_LARGE) r.seg->sec_array = 1;
+  if (kind == HAK_SEG_LARGE) r.seg->sec.array = 1;
   else if (kind == HAK_SEG_SMALL && (t = live_trailer(&r, p, &bsize)) != NULL) hak_store64(t, hak_load64(t) + bsize);
 }
 
@@ -312,8 +312,8 @@ void _hak_secure_delete_array(void* p, const char* op) {
   uint64_t* t;
   if (kind == HAK_SEG_LARGE) {
     if (!hak_large_live_at(r.seg, p)) return;   /* free reports */
-    if (!r.seg->sec_array) goto mismatch;
-    r.seg->sec_array = 0;
+    if (!r.seg->sec.array) goto mismatch;
+    r.seg->sec.array = 0;
     return;
   }
   if (kind != HAK_SEG_SMALL || (t = live_trailer(&r, p, &bsize)) == NULL) return;
@@ -421,7 +421,7 @@ void* _hak_secure_memcpy(void* d, const void* s, size_t n) {
 /* Guard pages of a new SuperSlab: the top of page 0 (below the first slab)
  * and the whole last page (above the last slab) are inaccessible, and so is
  * every slab page until a slab first takes it (_hak_secure_slab_pages,
- * seg->sec_open): a write far past a block (a bad index) meets an
+ * seg->sec.open): a write far past a block (a bad index) meets an
  * inaccessible page unless it lands in a slab.  A page stays accessible
  * once used: protecting it again at every slab release cost espresso 3.8x
  * and mstress 11x the default's time (an mprotect per slab made and
@@ -453,8 +453,8 @@ bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) {
 _Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR - LARGE_CANARY, "the canary below a large block is slack");
 
 void _hak_secure_large_alloc(hak_segment_t* seg) {
-  seg->sec_array = 0;
-  uint64_t* c = (uint64_t*)((uint8_t*)seg + seg->large_off - LARGE_CANARY);
+  seg->sec.array = 0;
+  uint64_t* c = (uint64_t*)((uint8_t*)seg + seg->large.off - LARGE_CANARY);
   for (int i = 0; i < LARGE_CANARY / 8; i++) c[i] = hak_sec_cookie(&c[i]);
 }
 
@@ -468,36 +468,36 @@ void _hak_secure_large_alloc(hak_segment_t* seg) {
  * which is what an mprotect to PROT_NONE of used pages costs:
  * docs/SECURITY.md).  Sets guard_off and large_off. */
 void _hak_secure_large_place(hak_segment_t* seg, size_t size, size_t align) {
-  size_t end = seg->large_off + hak_align_up(size, HAK_OS_PAGE), a = align > 16 ? align : 16;
-  if (seg->guard_off == 0)
-    seg->guard_off = _hak_os_protect((uint8_t*)seg + end, seg->map_size - end, PROT_NONE) ? end : seg->map_size;
-  else if (seg->guard_off < end && _hak_os_protect((uint8_t*)seg + seg->guard_off, end - seg->guard_off,
+  size_t end = seg->large.off + hak_align_up(size, HAK_OS_PAGE), a = align > 16 ? align : 16;
+  if (seg->sec.guard_off == 0)
+    seg->sec.guard_off = _hak_os_protect((uint8_t*)seg + end, seg->map_size - end, PROT_NONE) ? end : seg->map_size;
+  else if (seg->sec.guard_off < end && _hak_os_protect((uint8_t*)seg + seg->sec.guard_off, end - seg->sec.guard_off,
                                                    PROT_READ | PROT_WRITE))
-    seg->guard_off = end;
-  if (seg->guard_off > end && seg->guard_off - size >= HAK_SEG_SIZE &&
-      _hak_os_protect((uint8_t*)seg + end, seg->guard_off - end, PROT_NONE))
-    seg->guard_off = end;   /* (rare: the block must start in the first HAK_SEG_SIZE, where free finds it) */
-  if (seg->guard_off >= end && seg->guard_off - size < HAK_SEG_SIZE)
-    seg->large_off = (seg->guard_off - size) & ~(a - 1);   /* >= HAK_LARGE_HDR: a divides it */
+    seg->sec.guard_off = end;
+  if (seg->sec.guard_off > end && seg->sec.guard_off - size >= HAK_SEG_SIZE &&
+      _hak_os_protect((uint8_t*)seg + end, seg->sec.guard_off - end, PROT_NONE))
+    seg->sec.guard_off = end;   /* (rare: the block must start in the first HAK_SEG_SIZE, where free finds it) */
+  if (seg->sec.guard_off >= end && seg->sec.guard_off - size < HAK_SEG_SIZE)
+    seg->large.off = (seg->sec.guard_off - size) & ~(a - 1);   /* >= HAK_LARGE_HDR: a divides it */
 }
 
 void _hak_secure_large_check(hak_segment_t* seg, const char* op) {
-  if (seg->sec_array)   /* from new[], not freed by delete[] (above) */
+  if (seg->sec.array)   /* from new[], not freed by delete[] (above) */
     _hak_fatal("hakmem: %s(): block %p was allocated by operator new[] (free it with delete[])\n", op,
-               (void*)((uint8_t*)seg + seg->large_off));
-  if (seg->huge_aligned) return;   /* its own mapping, no canary */
-  const uint64_t* c = (const uint64_t*)((uint8_t*)seg + seg->large_off - LARGE_CANARY);
+               (void*)((uint8_t*)seg + seg->large.off));
+  if (seg->large.huge_aligned) return;   /* its own mapping, no canary */
+  const uint64_t* c = (const uint64_t*)((uint8_t*)seg + seg->large.off - LARGE_CANARY);
   for (int i = 0; i < LARGE_CANARY / 8; i++)
     if (c[i] != hak_sec_cookie(&c[i]))
       _hak_fatal("hakmem: heap underflow detected below block %p (large block): the %d bytes below it were "
-                 "overwritten, in %s()\n", (void*)((uint8_t*)seg + seg->large_off), LARGE_CANARY, op);
+                 "overwritten, in %s()\n", (void*)((uint8_t*)seg + seg->large.off), LARGE_CANARY, op);
 }
 
 /* What a freed block's fill covers: its canary, the block, and the rest of
  * its last page (an overflow short of the guard page wrote there). */
 static uint8_t* large_fill_range(hak_segment_t* seg, size_t* len) {
-  size_t from = seg->large_off - LARGE_CANARY;
-  size_t to = seg->guard_off ? seg->guard_off : hak_align_up(seg->large_off + seg->large_size, HAK_OS_PAGE);
+  size_t from = seg->large.off - LARGE_CANARY;
+  size_t to = seg->sec.guard_off ? seg->sec.guard_off : hak_align_up(seg->large.off + seg->large.size, HAK_OS_PAGE);
   *len = to - from;
   return (uint8_t*)seg + from;
 }
@@ -561,7 +561,7 @@ static const uint8_t* dropped_broken(const uint8_t* pg, size_t len) {
 bool _hak_secure_large_head_ok(hak_segment_t* seg) {
   size_t len;
   (void)large_fill_range(seg, &len);
-  const uint8_t* b = (const uint8_t*)seg + seg->large_off;
+  const uint8_t* b = (const uint8_t*)seg + seg->large.off;
   unsigned char v;
   if (large_drops(len) && ((uintptr_t)b & (HAK_OS_PAGE - 1)) == 0 && _hak_os_resident((void*)b, HAK_OS_PAGE, &v) &&
       !(v & 1))
@@ -583,6 +583,6 @@ void _hak_secure_large_verify(hak_segment_t* seg) {
   }
   if (hak_likely(bad == NULL)) return;
   _hak_fatal("hakmem: write after free detected in block %p (large block, near offset %zd)\n",
-             (void*)((uint8_t*)seg + seg->large_off), (ssize_t)(bad - ((const uint8_t*)seg + seg->large_off)));
+             (void*)((uint8_t*)seg + seg->large.off), (ssize_t)(bad - ((const uint8_t*)seg + seg->large.off)));
 }
 #endif

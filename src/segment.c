@@ -59,22 +59,22 @@ hak_warm hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, ha
   }
   /* A fresh mapping is zero: every slab descriptor reads HAK_OWNER_UNUSED.
    * A cached segment had every slab released, which zeroes descriptors too. */
-  if (kind == HAK_SEG_LARGE) seg->dirty_pages = 0;   /* small: cached pages keep their state */
+  if (kind == HAK_SEG_LARGE) seg->age.dirty = 0;   /* small: cached pages keep their state */
   seg->kind = kind;
   seg->used_pages = 0;
-  seg->free_pages = kind == HAK_SEG_SMALL ? HAK_SMALL_FREE_PAGES : 0;
+  seg->pool.free_pages = kind == HAK_SEG_SMALL ? HAK_SMALL_FREE_PAGES : 0;
   seg->next = seg->prev = NULL;
   seg->map_size = map_size;
-  seg->large_off = large_off;
-  seg->large_size = 0;
+  seg->large.off = large_off;
+  seg->large.size = 0;
   return seg;
 }
 
 /* Unmap a segment (small or large) and forget it: segment map, counts, and
  * the empty memory it still held. */
 void _hak_segment_unmap(hak_segment_t* seg) {
-  if (seg->dirty_pages)
-    atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(seg->dirty_pages) << HAK_PAGE_SHIFT,
+  if (seg->age.dirty)
+    atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(seg->age.dirty) << HAK_PAGE_SHIFT,
                               memory_order_relaxed);
   _hak_segmap_set(seg, false);
   atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
@@ -119,7 +119,7 @@ hak_warm void _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms) {
   if (hak_load_relaxed(&_hak_seg_cached) == 0) return;
   hak_lock(&seg_lock);
   for (hak_segment_t* seg = seg_cache; seg; seg = seg->next)
-    if (seg->dirty_pages && now_ms - seg->dirty_since >= delay_ms) _hak_segment_decommit_free_pages(seg);
+    if (seg->age.dirty && now_ms - seg->age.since >= delay_ms) _hak_segment_decommit_free_pages(seg);
   hak_unlock(&seg_lock);
 }
 
@@ -136,10 +136,10 @@ void _hak_segments_prewarm(size_t bytes) {
     seg->kind = HAK_SEG_SMALL;
     seg->map_size = HAK_SEG_SIZE;
     if (HAK_SECURE) _hak_secure_segment_guards(seg);
-    seg->free_pages = HAK_SMALL_FREE_PAGES;
-    seg->dirty_pages = seg->free_pages;
-    seg->dirty_since = _hak_clock_ms();
-    atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(seg->dirty_pages) << HAK_PAGE_SHIFT, memory_order_relaxed);
+    seg->pool.free_pages = HAK_SMALL_FREE_PAGES;
+    seg->age.dirty = seg->pool.free_pages;
+    seg->age.since = _hak_clock_ms();
+    atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(seg->age.dirty) << HAK_PAGE_SHIFT, memory_order_relaxed);
     seg_cache_push(seg);
   }
 }

@@ -279,8 +279,8 @@ int _hak_site_before_alloc(uint32_t idx, uint64_t* t0, bool* long_lived, size_t*
 void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64_t t0, size_t resident_before) {
   hak_site_t* s = &site_tab[idx];
   uint64_t clock = atomic_fetch_add_explicit(&site_clock, 1, memory_order_relaxed);
-  seg->site = idx;
-  seg->site_clock = clock;
+  seg->site.entry = idx;
+  seg->site.clock = clock;
   uint64_t n = atomic_fetch_add_explicit(&s->xallocs, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&s->xbytes, size, memory_order_relaxed);
   uint32_t live = atomic_fetch_add_explicit(&s->xlive, 1, memory_order_relaxed) + 1;
@@ -301,7 +301,7 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
   double touch = s->samples ? s->touch_ewma : 1.0;
   double want = touch * (double)size;
   double faults = want > (double)resident_before ? (want - (double)resident_before) / HAK_OS_PAGE : 0;
-  if (seg->prefaulted) faults = 0;   /* taken inside the allocator, already in (t1 - t0) */
+  if (seg->large.prefaulted) faults = 0;   /* taken inside the allocator, already in (t1 - t0) */
   s->faults_est += (uint64_t)faults;
   if (learning() && s->nfifo) {
     site_episode_t e = fifo_pop(s);
@@ -322,8 +322,8 @@ void _hak_site_after_alloc(uint32_t idx, hak_segment_t* seg, size_t size, uint64
 double _hak_site_touched(const hak_segment_t* seg) {
   enum { WIN = 256, NWIN = 4 };
   uint8_t vec[WIN * NWIN];
-  uint8_t* base = (uint8_t*)seg + hak_align_up(seg->large_off, HAK_OS_PAGE);
-  size_t pages = hak_align_up(seg->large_size, HAK_OS_PAGE) / HAK_OS_PAGE;
+  uint8_t* base = (uint8_t*)seg + hak_align_up(seg->large.off, HAK_OS_PAGE);
+  size_t pages = hak_align_up(seg->large.size, HAK_OS_PAGE) / HAK_OS_PAGE;
   size_t in = 0, n = 0;
   if (pages <= WIN * NWIN) {
     if (_hak_os_resident(base, pages * HAK_OS_PAGE, vec)) n = pages;
@@ -342,7 +342,7 @@ double _hak_site_touched(const hak_segment_t* seg) {
  * in SITE_MEASURE_EVERY: the others take no lock and read no clock; *t0 is
  * 0 for them. */
 int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
-  uint32_t idx = seg->site;
+  uint32_t idx = seg->site.entry;
   hak_site_t* s = &site_tab[idx < HAK_SITES ? idx : 0];
   atomic_fetch_add_explicit(&s->xfrees, 1, memory_order_relaxed);
   if (hak_load_relaxed(&s->xlive) > 0) atomic_fetch_sub_explicit(&s->xlive, 1, memory_order_relaxed);
@@ -356,8 +356,8 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
   site_lock(s);
   s->frees++;
   s->last_free_clock = clock;
-  ewma(&s->life_ewma, (double)(clock - seg->site_clock), 0.1);
-  ewma(&s->final_ewma, (double)seg->large_size, 0.1);
+  ewma(&s->life_ewma, (double)(clock - seg->site.clock), 0.1);
+  ewma(&s->final_ewma, (double)seg->large.size, 0.1);
   if (learning() && s->frees >= (uint64_t)hak_opt(LEARN_MIN_EVENTS)) {
     hak_store_relaxed(&s->xlong, s->life_ewma >= SITE_LONG_LIFE);
     hak_store_relaxed(&s->xfinal, (size_t)s->final_ewma);
@@ -368,7 +368,7 @@ int _hak_site_on_free(hak_segment_t* seg, uint64_t* t0) {
    * microsecond) */
   bool sample = learning() && (s->frees & (s->samples < 32 ? 7 : 63)) == 1;
   site_unlock(s);
-  if (sample && seg->large_size >= HAK_OS_PAGE) {
+  if (sample && seg->large.size >= HAK_OS_PAGE) {
     double touched = _hak_site_touched(seg);
     if (touched >= 0) {
       site_lock(s);
@@ -420,19 +420,19 @@ static uint32_t ring_size(const hak_site_t* s) {
 /* Before a freed block of this site enters the BigCache: false when the
  * site's ring is full (the caller gives the block back instead). */
 bool _hak_site_ring_enter(hak_segment_t* seg) {
-  if (!learning() || seg->site >= HAK_SITES) return true;
-  hak_site_t* s = &site_tab[seg->site];
+  if (!learning() || seg->site.entry >= HAK_SITES) return true;
+  hak_site_t* s = &site_tab[seg->site.entry];
   if (hak_load_relaxed(&s->xcached) >= ring_size(s)) return false;
   atomic_fetch_add_explicit(&s->xcached, 1, memory_order_relaxed);
-  seg->ring_site = seg->site + 1;
+  seg->site.ring = seg->site.entry + 1;
   return true;
 }
 
 /* A block leaves the BigCache (taken, evicted, expired, or not cached after all). */
 void _hak_site_ring_leave(hak_segment_t* seg) {
-  if (seg->ring_site == 0) return;
-  atomic_fetch_sub_explicit(&site_tab[seg->ring_site - 1].xcached, 1, memory_order_relaxed);
-  seg->ring_site = 0;
+  if (seg->site.ring == 0) return;
+  atomic_fetch_sub_explicit(&site_tab[seg->site.ring - 1].xcached, 1, memory_order_relaxed);
+  seg->site.ring = 0;
 }
 
 /* In a fork child only the forking thread exists: a site lock another thread
@@ -445,9 +445,9 @@ void _hak_sites_fork_child(void) {
 /* ---------------------------------------------------------------- queries */
 hak_api void* hak_block_site(const void* p) {
   hak_ptr_t r;
-  if (p == NULL || hak_ptr_classify(p, &r) != HAK_SEG_LARGE || !hak_large_live_at(r.seg, p) || r.seg->site >= HAK_SITES)
+  if (p == NULL || hak_ptr_classify(p, &r) != HAK_SEG_LARGE || !hak_large_live_at(r.seg, p) || r.seg->site.entry >= HAK_SITES)
     return NULL;
-  return (void*)hak_load_relaxed(&site_tab[r.seg->site].key);
+  return (void*)hak_load_relaxed(&site_tab[r.seg->site.entry].key);
 }
 
 hak_api int hak_site_strategy(const void* site) {

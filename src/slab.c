@@ -158,7 +158,7 @@ static bool slab_extend(hak_slab_t* s) {
  * blocks carved.  Each check asserts with its values; true when all held. */
 static bool slab_is_valid(hak_slab_t* s) {
   uintptr_t xo = hak_load_relaxed(&s->xowner);
-  if (xo & HAK_OWNER_MESHED || (__atomic_load_n(&hak_segment_of(s)->mesh_pages, __ATOMIC_RELAXED) >> hak_slab_index(s) & 1))
+  if (xo & HAK_OWNER_MESHED || (__atomic_load_n(&hak_segment_of(s)->mesh.pages, __ATOMIC_RELAXED) >> hak_slab_index(s) & 1))
     return true;   /* (compaction's aliases share pages: mesh.c checks its own) */
   hak_assert_cmp(s->bsize, !=, 0);
   hak_assert_cmp(s->npages, !=, 0);
@@ -184,7 +184,7 @@ hak_warm bool _hak_slab_refill(hak_slab_t* s) {
   if (s->free) return true;
   if (slab_extend(s)) return true;
   /* blocks on pages scavenging gave back */
-  return !HAK_SECURE && hak_segment_of(s)->nphantom[hak_slab_index(s)] != 0 && _hak_scavenge_readmit(s);
+  return !HAK_SECURE && hak_segment_of(s)->scav.nphantom[hak_slab_index(s)] != 0 && _hak_scavenge_readmit(s);
 }
 
 static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
@@ -251,8 +251,8 @@ hak_warm void _hak_slab_clear(hak_slab_t* s) {
   hak_assert_cmp(n, >=, 1);
   hak_assert_cmp(idx + n, <=, HAK_PAGES_PER_SEG);
   hak_assert_cmp(s->head_off, ==, 0);   /* (mesh.c releases aliases and roots with phantoms counted in used) */
-  if (__atomic_load_n(&seg->mesh_pages, __ATOMIC_RELAXED) & ((uint64_t)1 << idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
-  if (seg->nphantom[idx] != 0) _hak_scavenge_forget(s);
+  if (__atomic_load_n(&seg->mesh.pages, __ATOMIC_RELAXED) & ((uint64_t)1 << idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
+  if (seg->scav.nphantom[idx] != 0) _hak_scavenge_forget(s);
   for (unsigned i = 0; i < n; i++) {
     hak_slab_t* t = &seg->slabs[idx + i];
     hak_store_relaxed(&t->xowner, HAK_OWNER_UNUSED);
@@ -272,7 +272,7 @@ hak_warm void _hak_slab_clear(hak_slab_t* s) {
 /* h's references to its slab s, which leaves it. */
 hak_warm void _hak_slab_forget(hak_heap_t* h, hak_slab_t* s) {
   for (size_t c = 0; c < s->cls; c++)   /* no loan cursor may point at it: its segment may go */
-    if (h->borrow[c] == s) h->borrow[c] = NULL;
+    if (h->lend.slab[c] == s) h->lend.slab[c] = NULL;
   if (h->prof.armed[s->cls] == s) {   /* nor the profiler's cut slab (prof.c; its blocks set aside go with it) */
     h->prof.armed[s->cls] = NULL;
     h->prof.stash[s->cls] = NULL;
@@ -319,13 +319,13 @@ hak_warm void _hak_heap_reserve_tick(hak_heap_t* h) {
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     uint32_t n = (uint32_t)h->cls[c].nmalloc;
     hak_slab_t* s = h->cls[c].cur;
-    if (n == h->tick_nmalloc[c] && s != &_hak_slab_empty && slab_is_reserve(h, s) &&
+    if (n == h->tick.nmalloc[c] && s != &_hak_slab_empty && slab_is_reserve(h, s) &&
         !(hak_load_relaxed(&s->xowner) & HAK_OWNER_FLAGS) && hak_slab_is_empty(s)) {
       hak_avail_remove(h, s);
       _hak_slab_release(h, s);
       atomic_fetch_add_explicit(&_hak_stat_reserve_released, 1, memory_order_relaxed);
     }
-    h->tick_nmalloc[c] = n;
+    h->tick.nmalloc[c] = n;
   }
 }
 

@@ -250,9 +250,9 @@ static void figure_slab(hak_slab_t* s, void* arg) {
    * and those pages, which serve no block until the slab takes them back */
   size_t phantoms = 0, dropped = 0;
   if (!HAK_SECURE) {
-    phantoms = __atomic_load_n(&seg->nphantom[idx], __ATOMIC_RELAXED);
+    phantoms = __atomic_load_n(&seg->scav.nphantom[idx], __ATOMIC_RELAXED);
     for (size_t i = 0; i < npages && idx + i < HAK_PAGES_PER_SEG; i++)
-      dropped += (size_t)hak_popcount64(__atomic_load_n(&seg->drop[idx + i], __ATOMIC_RELAXED));
+      dropped += (size_t)hak_popcount64(__atomic_load_n(&seg->scav.drop[idx + i], __ATOMIC_RELAXED));
   }
   hak_class_figures_t* c = &f->cls[cls];
   c->live_blocks += live;

@@ -110,7 +110,7 @@ static bool thp_large_dense(void) {
   return (atomic_fetch_add_explicit(&large_fresh, 1, memory_order_relaxed) + 1) % PROBE_EVERY != 0;
 }
 bool _hak_thp_wants_sample(const hak_segment_t* seg) {
-  if (thp_mode() != HAK_THP_AUTO || seg->thp || seg->huge_aligned || seg->large_off + seg->large_size < THP_PAGE)
+  if (thp_mode() != HAK_THP_AUTO || seg->thp || seg->large.huge_aligned || seg->large.off + seg->large.size < THP_PAGE)
     return false;
   uint32_t n = atomic_fetch_add_explicit(&large_frees, 1, memory_order_relaxed);
   return n < 16 || n % 8 == 0;
