@@ -104,7 +104,7 @@ hak_inline void hak_sized_check(const void* p, size_t n, bool exact, const char*
     if (!hak_large_live_at(r.seg, p)) return;   /* free reports */
     usable = hak_large_usable(r.seg);
     /* a heap-profile sample of a small request (prof.c): a C++ sized delete
-     * names a size of its class (large_size), not of its page */
+     * names a size of its class (large.size), not of its page */
     if (exact && r.seg->prof && r.seg->large.size <= HAK_MEDIUM_MAX) usable = r.seg->large.size;
   } else if (kind == HAK_SEG_SMALL && r.slab != NULL) {
     usable = r.slab->bsize - HAK_TRAILER;

@@ -103,7 +103,7 @@ hak_warm hak_segment_t* _hak_bigcache_take(size_t need) {
    * fault, least idle resident memory), else the most touched one (fewest
    * faults), which may be a smaller, mostly touched block to be grown
    * (never one made of two moved pieces: mremap cannot grow those).
-   * large_peak is the largest size the block ever served. */
+   * large.peak is the largest size the block ever served. */
   size_t bc = BC_CLASSES, bi = 0;
   bool bcover = false;
   size_t bpeak = 0;

@@ -254,7 +254,7 @@ static void trim_resident(hak_segment_t* seg, size_t size) {
   if (to > from && _hak_decommit((uint8_t*)seg + from, to - from)) seg->large.peak = from - HAK_LARGE_HDR;
 }
 
-/* The block is live in its mapping (large_off and guard_off set): its
+/* The block is live in its mapping (large.off and sec.guard_off set): its
  * header, its canary (secure), the trim of a long-lived block, the
  * counters.  Returns the bytes of the block that were resident before (0
  * for a fresh mapping), which the site's prefault and record use. */

@@ -66,7 +66,7 @@ static uint32_t bits_count(const uint64_t* m, size_t words) {
 
 /* ---------------------------------------------------------------- the write barrier
  * While a page is copied (or a fork copies the mesh file) it is read-only
- * and its bit is set in its segment's mesh_prot; a thread that writes to it
+ * and its bit is set in its segment's mesh.prot; a thread that writes to it
  * takes SIGSEGV, and this handler waits until the bit clears, then returns
  * so the write is retried -- on the new mapping.  A fault that is not ours
  * goes to the handler installed before (or the default action).  In a fork

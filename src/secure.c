@@ -460,13 +460,13 @@ void _hak_secure_large_alloc(hak_segment_t* seg) {
 
 /* A large block of the default alignment ends at its mapping's guard page,
  * to its alignment (16, or the caller's up to HAK_LARGE_HDR: memalign & co.;
- * large_off is HAK_LARGE_HDR on entry, which the alignment divides).  A new mapping
- * (guard_off 0) gets its guard, and its headroom after it (a write far past
+ * large.off is HAK_LARGE_HDR on entry, which the alignment divides).  A new mapping
+ * (sec.guard_off 0) gets its guard, and its headroom after it (a write far past
  * the block faults too), once; a held mapping (the large quarantine) keeps
  * where it has it and the block moves up to end there, or its accessible
  * part grows to the block's end (more rights: no other CPU's TLB to flush,
  * which is what an mprotect to PROT_NONE of used pages costs:
- * docs/SECURITY.md).  Sets guard_off and large_off. */
+ * docs/SECURITY.md).  Sets sec.guard_off and large.off. */
 void _hak_secure_large_place(hak_segment_t* seg, size_t size, size_t align) {
   size_t end = seg->large.off + hak_align_up(size, HAK_OS_PAGE), a = align > 16 ? align : 16;
   if (seg->sec.guard_off == 0)
@@ -572,7 +572,7 @@ bool _hak_secure_large_head_ok(hak_segment_t* seg) {
 /* The fill of a freed block is intact (it is taken again or let go). */
 void _hak_secure_large_verify(hak_segment_t* seg) {
   size_t len;
-  const uint8_t* p = large_fill_range(seg, &len);   /* 16-byte aligned: large_off is, LARGE_CANARY is */
+  const uint8_t* p = large_fill_range(seg, &len);   /* 16-byte aligned: large.off is, LARGE_CANARY is */
   const uint8_t* bad;
   if (large_drops(len)) {
     const uint8_t* pg = (const uint8_t*)hak_align_up((uintptr_t)p, HAK_OS_PAGE);
