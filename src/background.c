@@ -47,7 +47,6 @@ hak_warm void _hak_heap_release_tick(hak_heap_t* h) {
   _hak_background_wake();
 }
 
-
 static _Atomic(int) bg_state;   /* 0: not started, 1: starting or running, 2: never (fork child) */
 
 static void* bg_main(void* arg) {

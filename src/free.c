@@ -100,27 +100,20 @@ hak_warm void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
   if (head_page_block(s, p, op)) _hak_remote_push(s, (hak_block_t*)p);
 }
 
-/* A pointer in no segment of the map: a block aligned above 2 MiB (large.c's
- * table), or a large block freed already, or not hakmem's.  True when p is
- * such a live block: *seg. */
-static bool outside_map(const void* p, hak_segment_t** seg, const char* op, bool report_freed) {
-  if (_hak_huge_aligned_lookup(p, seg)) return true;
-  if (report_freed && _hak_large_recently_freed(p)) _hak_double_free(op, p, 0);
-  else if (op != NULL) _hak_invalid_pointer(op, p, "not allocated by hakmem");
-  return false;
-}
-
 hak_warm void _hak_free_generic(void* p, const char* op) {
   if (p == NULL) return;
   hak_ptr_t r;
   uint32_t kind = hak_ptr_classify(p, &r);
-  /* the segment map and the header agree: a segment starts here */
-  hak_assert(kind == 0 || (kind >= HAK_SEG_SMALL && kind <= (HAK_SECURE ? HAK_SEG_ZERO : HAK_SEG_LARGE)));
-  if (kind == 0) {
+  if (kind == 0) {   /* in no segment of the map: aligned above 2 MiB (large.c's table), freed, or not ours */
     hak_segment_t* hs;
-    if (outside_map(p, &hs, op, true)) _hak_large_free(hs, p, op);
+    if (_hak_huge_aligned_lookup(p, &hs)) _hak_large_free(hs, p, op);
+    else if (_hak_large_recently_freed(p)) _hak_double_free(op, p, 0);
+    else _hak_invalid_pointer(op, p, "not allocated by hakmem");
     return;
   }
+  /* the segment map and the header agree: a segment starts here */
+  hak_assert_cmp(kind, >=, HAK_SEG_SMALL);
+  hak_assert_cmp(kind, <=, HAK_SECURE ? HAK_SEG_ZERO : HAK_SEG_LARGE);
   if (kind == HAK_SEG_LARGE) {
     if ((uint8_t*)p != hak_large_block(r.seg)) {
       _hak_invalid_pointer(op, p, "not the start of a block");
@@ -152,7 +145,9 @@ size_t _hak_usable_size(const void* p, const char* op) {
   uint32_t kind = hak_ptr_classify(p, &r);
   if (kind == 0) {
     hak_segment_t* hs;
-    return outside_map(p, &hs, op, false) ? hak_large_usable(hs) : 0;
+    if (_hak_huge_aligned_lookup(p, &hs)) return hak_large_usable(hs);
+    _hak_invalid_pointer(op, p, "not allocated by hakmem");
+    return 0;
   }
   if (kind == HAK_SEG_LARGE) {
     if (!hak_large_live_at(r.seg, p)) {
@@ -191,7 +186,7 @@ bool _hak_is_live_block(const void* p) {
   uint32_t kind = hak_ptr_classify(p, &r);
   if (kind == 0) {
     hak_segment_t* hs;
-    return outside_map(p, &hs, NULL, false);
+    return _hak_huge_aligned_lookup(p, &hs);
   }
   if (kind == HAK_SEG_LARGE) return hak_large_live_at(r.seg, p);
   if (HAK_SECURE && kind == HAK_SEG_ZERO) return _hak_zero_state(r.seg, p) == 1;

@@ -276,7 +276,7 @@ hak_warm static size_t block_setup(hak_segment_t* seg, size_t size, bool long_li
  * the heap profiler if it samples the block (prof.c). */
 hak_warm static void* block_ready(hak_segment_t* seg, size_t size, bool zero, const large_site_t* st,
                                   size_t resident_before, uintptr_t site) {
-  void* p = (uint8_t*)seg + seg->large.off;
+  void* p = hak_large_block(seg);
   if (zero && !seg->large.fresh) memset(p, 0, size);
   seg->large.prefaulted = 0;
   if ((st->strategy == HAK_STRAT_PREFAULT || st->strategy == HAK_STRAT_POPULATE) && resident_before < size)
@@ -312,9 +312,6 @@ hak_warm void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t 
   size_t resident_before = block_setup(seg, size, st.long_lived);
   return block_ready(seg, size, zero, &st, resident_before, site);
 }
-
-/* The block's usable size: its request rounded to whole pages (the mapping
- * may be larger: headroom for reuse, which the block does not own). */
 
 /* A heap-profile sample is no longer live (prof.c).  True when the
  * profiler served a small block here: it has no reuse beyond the next

@@ -167,7 +167,7 @@ void _hak_secure_large_recent(void) {
     if (!_hak_secure_large_head_ok(seg)) {
       hak_unlock(&lq_lock);
       _hak_fatal("hakmem: write after free detected in block %p (large block, near offset 0): written after its free, "
-                 "before the next malloc\n", (void*)((uint8_t*)seg + seg->large.off));
+                 "before the next malloc\n", (void*)hak_large_block(seg));
     }
   }
   hak_store_relaxed(&lq_checked, seg);

@@ -454,7 +454,7 @@ _Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR - LARGE_CANARY, "the canar
 
 void _hak_secure_large_alloc(hak_segment_t* seg) {
   seg->sec.array = 0;
-  uint64_t* c = (uint64_t*)((uint8_t*)seg + seg->large.off - LARGE_CANARY);
+  uint64_t* c = (uint64_t*)(hak_large_block(seg) - LARGE_CANARY);
   for (int i = 0; i < LARGE_CANARY / 8; i++) c[i] = hak_sec_cookie(&c[i]);
 }
 
@@ -484,13 +484,13 @@ void _hak_secure_large_place(hak_segment_t* seg, size_t size, size_t align) {
 void _hak_secure_large_check(hak_segment_t* seg, const char* op) {
   if (seg->sec.array)   /* from new[], not freed by delete[] (above) */
     _hak_fatal("hakmem: %s(): block %p was allocated by operator new[] (free it with delete[])\n", op,
-               (void*)((uint8_t*)seg + seg->large.off));
+               (void*)hak_large_block(seg));
   if (seg->large.huge_aligned) return;   /* its own mapping, no canary */
-  const uint64_t* c = (const uint64_t*)((uint8_t*)seg + seg->large.off - LARGE_CANARY);
+  const uint64_t* c = (const uint64_t*)(hak_large_block(seg) - LARGE_CANARY);
   for (int i = 0; i < LARGE_CANARY / 8; i++)
     if (c[i] != hak_sec_cookie(&c[i]))
       _hak_fatal("hakmem: heap underflow detected below block %p (large block): the %d bytes below it were "
-                 "overwritten, in %s()\n", (void*)((uint8_t*)seg + seg->large.off), LARGE_CANARY, op);
+                 "overwritten, in %s()\n", (void*)hak_large_block(seg), LARGE_CANARY, op);
 }
 
 /* What a freed block's fill covers: its canary, the block, and the rest of
@@ -561,7 +561,7 @@ static const uint8_t* dropped_broken(const uint8_t* pg, size_t len) {
 bool _hak_secure_large_head_ok(hak_segment_t* seg) {
   size_t len;
   (void)large_fill_range(seg, &len);
-  const uint8_t* b = (const uint8_t*)seg + seg->large.off;
+  const uint8_t* b = hak_large_block(seg);
   unsigned char v;
   if (large_drops(len) && ((uintptr_t)b & (HAK_OS_PAGE - 1)) == 0 && _hak_os_resident((void*)b, HAK_OS_PAGE, &v) &&
       !(v & 1))
@@ -583,6 +583,6 @@ void _hak_secure_large_verify(hak_segment_t* seg) {
   }
   if (hak_likely(bad == NULL)) return;
   _hak_fatal("hakmem: write after free detected in block %p (large block, near offset %zd)\n",
-             (void*)((uint8_t*)seg + seg->large.off), (ssize_t)(bad - ((const uint8_t*)seg + seg->large.off)));
+             (void*)hak_large_block(seg), (ssize_t)(bad - hak_large_block(seg)));
 }
 #endif
