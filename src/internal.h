@@ -459,14 +459,17 @@ typedef struct {
   hak_slab_t* slab;
   uintptr_t xo;
 } hak_ptr_t;
-hak_inline uint32_t hak_ptr_classify(const void* p, hak_ptr_t* r) {
-  if (!hak_segmap_contains(p)) return 0;
+/* (for a pointer the caller knows lies in the segment map) */
+hak_inline uint32_t hak_ptr_classify_mapped(const void* p, hak_ptr_t* r) {
   r->seg = hak_segment_of(p);
   r->slab = NULL;
   r->xo = HAK_OWNER_UNUSED;
   uint32_t kind = r->seg->kind;
   if (kind == HAK_SEG_SMALL) r->slab = hak_slab_of(r->seg, p, &r->xo);
   return kind;
+}
+hak_inline uint32_t hak_ptr_classify(const void* p, hak_ptr_t* r) {
+  return hak_segmap_contains(p) ? hak_ptr_classify_mapped(p, r) : 0;
 }
 /* A large segment's block, and whether p is that block's start while it is
  * live (a freed one waits in the BigCache or the release batch with its
@@ -479,9 +482,11 @@ hak_inline bool hak_large_live_at(const hak_segment_t* seg, const void* p) {
  * reciprocal: no division), or NULL past the slab's last block. */
 hak_inline uint8_t* hak_slab_block_at(const hak_slab_t* s, const void* p) {
   uint8_t* start = hak_slab_start(s);
-  size_t off = (size_t)((const uint8_t*)p - start);
-  if (s->bsize == 0 || off >= hak_slab_limit(s)) return NULL;
-  return start + (size_t)(((unsigned __int128)off * s->recip) >> 64) * s->bsize;
+  uint32_t bsize = s->bsize;
+  uint8_t* b = start + (size_t)(((unsigned __int128)(size_t)((const uint8_t*)p - start) * s->recip) >> 64) * bsize;
+  /* (a block that would end past the slab's pages is its tail: the limit
+   * itself, hak_slab_limit, costs a division) */
+  return bsize != 0 && b + bsize <= start + ((size_t)s->npages << HAK_PAGE_SHIFT) ? b : NULL;
 }
 
 /* ---------------------------------------------------------------- heaps */

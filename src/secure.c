@@ -389,7 +389,7 @@ _Noreturn hak_cold static void check_write_failed(const void* d, size_t n, const
  * slab's reciprocal, its trailer decoded inline) or a large one. */
 void _hak_secure_check_write(const void* d, size_t n, const char* op) {
   hak_ptr_t r;
-  uint32_t kind = hak_ptr_classify(d, &r);
+  uint32_t kind = hak_ptr_classify_mapped(d, &r);
   const uint8_t* p = d;
   if (hak_likely(kind == HAK_SEG_SMALL)) {
     hak_slab_t* s = r.slab;
