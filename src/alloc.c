@@ -33,15 +33,15 @@ void _hak_secure_flush(bool dying) {
 }
 #endif
 
-/* The common case as cheap as free's: a live block in its slab's first page,
- * with the same checks (carved block start, no free cookie); everything else,
- * and the secure build (its trailer holds the requested size), out of line. */
+/* The common case as cheap as free's: a live block of a slab, with the same
+ * checks (carved block start, no free cookie); everything else, and the
+ * secure build (its trailer holds the requested size), out of line. */
 hak_inline size_t small_usable(const void* p) {   /* 0: not the common case */
   if (!HAK_SECURE && hak_likely(hak_segmap_contains(p))) {
-    const hak_slab_t* s = hak_page_slab(p);
+    uint64_t off;
+    const hak_slab_t* s = hak_page_slab(p, &off);
     uintptr_t xo = hak_load_relaxed(&s->xowner);
-    uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
-    if (hak_likely(xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL &&
+    if (hak_likely(xo != HAK_OWNER_UNUSED &&
                    hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED)) &&
                    ((const hak_block_t*)p)->cookie != hak_cookie()))
       return s->bsize;

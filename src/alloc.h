@@ -31,14 +31,17 @@ hak_inline void* hak_malloc_inline(size_t n) {
   return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
 }
 
-/* The descriptor of p's page (p in the segment map): segment base + slabs
- * offset + page index * 64, in one and-shift-or chain (the page index sits in
- * bits 16..21 of p).  A large segment's header covers these descriptors and
- * leaves them HAK_OWNER_UNUSED. */
-hak_inline hak_slab_t* hak_page_slab(const void* p) {
-  _Static_assert(sizeof(hak_slab_t) == 64 && HAK_PAGE_SHIFT == 16, "descriptor arithmetic");
+/* The descriptor of p's window (p in the segment map): segment base +
+ * slabs offset + window index * 64, in one and-shift-or chain (the window
+ * index sits in bits 16..21 of p), and p's offset in the window.  It is
+ * p's slab when that slab is the window exactly; every other slab leaves
+ * its windows' descriptors HAK_OWNER_UNUSED (its frees take the page map,
+ * out of line), as a large segment's header does. */
+hak_inline hak_slab_t* hak_page_slab(const void* p, uint64_t* off) {
+  _Static_assert(sizeof(hak_slab_t) == 64 && HAK_WINDOW_SHIFT == 16, "descriptor arithmetic");
+  *off = (uintptr_t)p & (((uintptr_t)1 << HAK_WINDOW_SHIFT) - 1);
   return (hak_slab_t*)((((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK) + offsetof(hak_segment_t, slabs)) +
-                       (((uintptr_t)p >> (HAK_PAGE_SHIFT - 6)) & ((HAK_PAGES_PER_SEG - 1) << 6)));
+                       (((uintptr_t)p >> (HAK_WINDOW_SHIFT - 6)) & ((HAK_SEG_WINDOWS - 1) << 6)));
 }
 
 /* One test for the common case: the block's slab is owned by this thread's
@@ -48,11 +51,11 @@ hak_inline hak_slab_t* hak_page_slab(const void* p) {
 hak_inline void hak_free_block(void* p, const char* op) {
   if (hak_likely(hak_segmap_contains(p))) {
     hak_heap_t* h = hak_heap_get();
-    hak_slab_t* s = hak_page_slab(p);
+    uint64_t off;
+    hak_slab_t* s = hak_page_slab(p, &off);
     uintptr_t xo = hak_load_relaxed(&s->xowner);
     if (hak_likely(xo == (uintptr_t)h)) {
       hak_block_t* b = (hak_block_t*)p;
-      uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
       if (hak_likely(hak_is_carved_block(s, off, s->carved) &&
                      (HAK_SECURE ? hak_secure_free_ok(s, b) : b->cookie != hak_cookie()))) {
         if (HAK_SECURE) hak_secure_free_fill(s, b);
@@ -68,7 +71,7 @@ hak_inline void hak_free_block(void* p, const char* op) {
        * slab: out of line, but without the generic path's lookups */
       _hak_free_to_full(h, s, p, op);
       return;
-    } else if (xo != HAK_OWNER_UNUSED && xo != HAK_OWNER_TAIL) {
+    } else if (xo != HAK_OWNER_UNUSED) {
       _hak_free_remote(s, p, op);
       return;
     }

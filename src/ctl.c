@@ -264,7 +264,7 @@ hak_api int hak_malloc_info(int options, FILE* fp) {
   size_t headroom = f.large_mapped - (f.large_allocated + f.large_live * HAK_LARGE_HDR < f.large_mapped
                                           ? f.large_allocated + f.large_live * HAK_LARGE_HDR : f.large_mapped);
   size_t rest = f.retained > headroom ? f.retained - headroom : 0;
-  size_t rest_pages = f.pool_free_pages + f.cached_segments * (size_t)hak_popcount64(HAK_SMALL_FREE_PAGES);
+  size_t rest_pages = f.pool_free_pages + f.cached_segments * (size_t)HAK_SMALL_SLAB_PAGES;
   _hak_sb_add(&sb, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n");
   for (size_t c = 0; c < HAK_NCLASSES; c++)
     if (f.cls[c].free_blocks != 0)

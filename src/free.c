@@ -68,10 +68,10 @@ hak_warm static void local_free(hak_heap_t* h, hak_slab_t* s, hak_block_t* b, ui
   if (hak_used_add(s, -1) == 0) _hak_slab_emptied(h, s);
 }
 
-/* For the fast path's two out-of-line exits: the page index of p named the
- * slab's first page, so p lies in its first 64 KiB; is it a block start? */
+/* For the fast path's two out-of-line exits: is p (in slab s, by the page
+ * map) a block start? */
 static bool head_page_block(hak_slab_t* s, const void* p, const char* op) {
-  uint64_t off = (uintptr_t)p & (HAK_PAGE_SIZE - 1);
+  uint64_t off = (uint64_t)((const uint8_t*)p - hak_slab_start(s));
   /* a carved block start lies below the limit: the common case takes one
    * multiply, where the limit alone costs a division (every remote free) */
   if (hak_likely(hak_is_carved_block(s, off, __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))) return true;

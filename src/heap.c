@@ -16,6 +16,7 @@ static hak_heap_t* heap_all;       /* every heap ever made */
 static uint8_t* heap_chunk;
 static size_t heap_chunk_left;
 #define HEAP_STRIDE hak_align_up(sizeof(hak_heap_t), 64)
+#define HEAP_CHUNK ((size_t)64 << 10)   /* heaps are mapped this many bytes at a time */
 
 /* A heap from the pool is reset whole; a new one is zero already (a fresh
  * mapping), and only its nonzero fields are written, so that the pages of
@@ -52,8 +53,8 @@ hak_warm hak_heap_t* _hak_heap_acquire(void) {
     heap_pool = h->next_free;
   } else {
     if (heap_chunk_left < HEAP_STRIDE) {
-      heap_chunk = _hak_os_map(HAK_PAGE_SIZE, NULL);
-      heap_chunk_left = heap_chunk ? HAK_PAGE_SIZE : 0;
+      heap_chunk = _hak_os_map(HEAP_CHUNK, NULL);
+      heap_chunk_left = heap_chunk ? HEAP_CHUNK : 0;
     }
     if (heap_chunk_left >= HEAP_STRIDE) {
       h = (hak_heap_t*)heap_chunk;
@@ -137,10 +138,11 @@ hak_warm void _hak_heap_abandon(hak_heap_t* h) {
 
 /* The abandoned slabs `mask` of seg are h's now (pool.c, _hak_pool_adopt):
  * collect each, release the empty ones, put the rest on h's lists. */
-void _hak_heap_adopt(hak_heap_t* h, hak_segment_t* seg, uint64_t mask) {
-  _hak_seg_take_remote(seg, mask);   /* every slab is collected below: their bits are stale */
-  for (uint64_t bits = mask; bits != 0; bits &= bits - 1) {
-    hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
+void _hak_heap_adopt(hak_heap_t* h, hak_segment_t* seg, const hak_pset_t* mask) {
+  hak_pset_t stale;
+  _hak_seg_take_remote(seg, mask, &stale);   /* every slab is collected below: their bits are stale */
+  for (size_t i = hak_pset_next(mask, 0); i < HAK_PAGES_PER_SEG; i = hak_pset_next(mask, i + 1)) {
+    hak_slab_t* s = hak_slab_at(seg, i);
     hak_assert_cmp(hak_load_relaxed(&s->xowner), ==, HAK_OWNER_ABANDONED);
     atomic_fetch_sub_explicit(&_hak_abandoned_pages, s->npages, memory_order_relaxed);
     atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
@@ -166,8 +168,8 @@ void _hak_collect_heap(hak_heap_t* h) {
   if (h == &_hak_heap_empty) return;
   hak_heap_enter(h);
   hak_segment_t* ab;
-  uint64_t abmask;
-  while ((ab = _hak_pool_adopt(h, 0, &abmask)) != NULL) _hak_heap_adopt(h, ab, abmask);
+  hak_pset_t abmask;
+  while ((ab = _hak_pool_adopt(h, 0, &abmask)) != NULL) _hak_heap_adopt(h, ab, &abmask);
   _hak_heap_collect_remote(h);
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
@@ -210,7 +212,7 @@ static unsigned idle_take(hak_heap_t* h, hak_slab_t* s) {
   if ((xo & ~HAK_OWNER_FULL) != (uintptr_t)h || h->cls[s->cls].cur == s) return 0;   /* (flags: mesh, profiler) */
   hak_segment_t* seg = hak_segment_of(s);
   size_t idx = hak_slab_index(s);
-  if ((__atomic_load_n(&seg->mesh.pages, __ATOMIC_RELAXED) >> idx & 1) || seg->scav.nphantom[idx] != 0) return 0;
+  if (hak_pset_has_atomic(&seg->mesh.pages, idx) || seg->nphantom[hak_slot_of(idx)] != 0) return 0;
   uintptr_t v = atomic_load_explicit(&s->xthread_free, memory_order_acquire);
   if (v == 0 || (v & HAK_XF_NOTIFYING) || hak_xf_count(v) != __atomic_load_n(&s->used, __ATOMIC_ACQUIRE)) return 0;
   /* no block of it is out: take its remote list (its blocks go with it) */
@@ -278,8 +280,8 @@ void _hak_heaps_fork_child(hak_heap_t* self) {
    * remote free into it from the child's threads) would never be collected. */
   if (self == NULL || self == &_hak_heap_empty) return;
   for (hak_member_t* m = self->members; m != NULL; m = m->next)
-    for (uint64_t bits = m->mask; bits != 0; bits &= bits - 1) {
-      hak_slab_t* s = &hak_segment_of(m)->slabs[__builtin_ctzll(bits)];
+    for (size_t i = hak_pset_next(&m->mask, 0); i < HAK_PAGES_PER_SEG; i = hak_pset_next(&m->mask, i + 1)) {
+      hak_slab_t* s = hak_slab_at(hak_segment_of(m), i);
       uintptr_t v = hak_load_relaxed(&s->xthread_free);
       if (!(v & HAK_XF_NOTIFYING)) continue;   /* read only: no copy-on-write fault */
       hak_store_relaxed(&s->xthread_free, v & ~HAK_XF_NOTIFYING);

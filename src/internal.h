@@ -110,11 +110,11 @@ int hak_unlock(pthread_mutex_t* m);
 #define HAK_SEG_SHIFT      22                        /* SuperSlab: 4 MiB, aligned */
 #define HAK_SEG_SIZE       ((size_t)1 << HAK_SEG_SHIFT)
 #define HAK_SEG_MASK       (HAK_SEG_SIZE - 1)
-#define HAK_PAGE_SHIFT     16                        /* slab page: 64 KiB */
+#define HAK_PAGE_SHIFT     12                        /* the page heap's grain: 4 KiB */
 #define HAK_PAGE_SIZE      ((size_t)1 << HAK_PAGE_SHIFT)
-#define HAK_PAGES_PER_SEG  (HAK_SEG_SIZE / HAK_PAGE_SIZE)   /* 64; page 0 = header */
+#define HAK_PAGES_PER_SEG  (HAK_SEG_SIZE / HAK_PAGE_SIZE)   /* 1024; the first HAK_HDR_PAGES are the header */
 #define HAK_OS_PAGE        4096
-#define HAK_SLAB_MAX_PAGES 16                        /* the most slab pages one slab spans (class table) */
+#define HAK_SLAB_MAX_PAGES 256                       /* the most pages one slab spans (class table) */
 #define HAK_LARGE_HDR      8192                      /* large block data offset */
 
 #define HAK_SMALL_FAST_MAX 1024                      /* table-driven class lookup */
@@ -122,6 +122,119 @@ int hak_unlock(pthread_mutex_t* m);
 #define HAK_NCLASSES       59
 #define HAK_MAX_ALIGN_SEG  ((size_t)2 << 20)         /* larger alignments: huge table */
 #define HAK_MAX_SIZE       ((size_t)PTRDIFF_MAX - 2 * HAK_SEG_SIZE)
+
+/* ---------------------------------------------------------------- page sets
+ * A set of a segment's pages, one bit each (free pages, pages still
+ * resident, a heap's slab heads, ...): the page heap's bookkeeping, changed
+ * under the pool lock or by the one file that owns it.  Runs are coalesced
+ * by construction: a freed run's bits join its free neighbours'. */
+#define HAK_PSET_WORDS (HAK_PAGES_PER_SEG / 64)
+typedef struct { uint64_t w[HAK_PSET_WORDS]; } hak_pset_t;
+hak_inline bool hak_pset_has(const hak_pset_t* s, size_t i) { return (s->w[i >> 6] >> (i & 63)) & 1; }
+hak_inline void hak_pset_add(hak_pset_t* s, size_t i) { s->w[i >> 6] |= (uint64_t)1 << (i & 63); }
+hak_inline void hak_pset_del(hak_pset_t* s, size_t i) { s->w[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
+/* The bits of word k that lie in [lo, lo + n). */
+hak_inline uint64_t hak_pset_word_run(size_t k, size_t lo, size_t n) {
+  size_t a = k << 6, b = a + 64, hi = lo + n;
+  if (hi <= a || lo >= b) return 0;
+  uint64_t m = ~(uint64_t)0;
+  if (lo > a) m &= ~(uint64_t)0 << (lo - a);
+  if (hi < b) m &= ~(~(uint64_t)0 << (hi - a));
+  return m;
+}
+hak_inline void hak_pset_add_run(hak_pset_t* s, size_t lo, size_t n) {
+  for (size_t k = lo >> 6; k < HAK_PSET_WORDS && (k << 6) < lo + n; k++) s->w[k] |= hak_pset_word_run(k, lo, n);
+}
+hak_inline void hak_pset_del_run(hak_pset_t* s, size_t lo, size_t n) {
+  for (size_t k = lo >> 6; k < HAK_PSET_WORDS && (k << 6) < lo + n; k++) s->w[k] &= ~hak_pset_word_run(k, lo, n);
+}
+/* The set run [lo, lo + n) as a set. */
+hak_inline hak_pset_t hak_pset_run(size_t lo, size_t n) {
+  hak_pset_t r = {{0}};
+  hak_pset_add_run(&r, lo, n);
+  return r;
+}
+/* Pages of [lo, lo + n) in s. */
+hak_inline size_t hak_pset_count_run(const hak_pset_t* s, size_t lo, size_t n) {
+  size_t c = 0;
+  for (size_t k = lo >> 6; k < HAK_PSET_WORDS && (k << 6) < lo + n; k++) c += hak_popcount64(s->w[k] & hak_pset_word_run(k, lo, n));
+  return c;
+}
+hak_inline bool hak_pset_all_run(const hak_pset_t* s, size_t lo, size_t n) { return hak_pset_count_run(s, lo, n) == n; }
+hak_inline size_t hak_pset_count(const hak_pset_t* s) {
+  size_t c = 0;
+  for (size_t k = 0; k < HAK_PSET_WORDS; k++) c += hak_popcount64(s->w[k]);
+  return c;
+}
+hak_inline bool hak_pset_empty(const hak_pset_t* s) {
+  uint64_t x = 0;
+  for (size_t k = 0; k < HAK_PSET_WORDS; k++) x |= s->w[k];
+  return x == 0;
+}
+/* d = a & b, d = a & ~b, d = a | b (d may be a or b); the result's emptiness. */
+hak_inline bool hak_pset_and(hak_pset_t* d, const hak_pset_t* a, const hak_pset_t* b) {
+  uint64_t x = 0;
+  for (size_t k = 0; k < HAK_PSET_WORDS; k++) x |= d->w[k] = a->w[k] & b->w[k];
+  return x != 0;
+}
+hak_inline bool hak_pset_andnot(hak_pset_t* d, const hak_pset_t* a, const hak_pset_t* b) {
+  uint64_t x = 0;
+  for (size_t k = 0; k < HAK_PSET_WORDS; k++) x |= d->w[k] = a->w[k] & ~b->w[k];
+  return x != 0;
+}
+hak_inline void hak_pset_or(hak_pset_t* d, const hak_pset_t* a, const hak_pset_t* b) {
+  for (size_t k = 0; k < HAK_PSET_WORDS; k++) d->w[k] = a->w[k] | b->w[k];
+}
+hak_inline bool hak_pset_intersects(const hak_pset_t* a, const hak_pset_t* b) {
+  uint64_t x = 0;
+  for (size_t k = 0; k < HAK_PSET_WORDS; k++) x |= a->w[k] & b->w[k];
+  return x != 0;
+}
+/* The first page of s at or after i (HAK_PAGES_PER_SEG: none), and the
+ * last at or before i (SIZE_MAX: none): for (i = hak_pset_next(s, 0); i <
+ * HAK_PAGES_PER_SEG; i = hak_pset_next(s, i + 1)) walks s. */
+hak_inline size_t hak_pset_next(const hak_pset_t* s, size_t i) {
+  if (i >= HAK_PAGES_PER_SEG) return HAK_PAGES_PER_SEG;
+  size_t k = i >> 6;
+  uint64_t w = s->w[k] & (~(uint64_t)0 << (i & 63));
+  while (w == 0) {
+    if (++k == HAK_PSET_WORDS) return HAK_PAGES_PER_SEG;
+    w = s->w[k];
+  }
+  return (k << 6) + (size_t)__builtin_ctzll(w);
+}
+hak_inline size_t hak_pset_prev(const hak_pset_t* s, size_t i) {
+  if (i >= HAK_PAGES_PER_SEG) i = HAK_PAGES_PER_SEG - 1;
+  size_t k = i >> 6;
+  uint64_t w = s->w[k] & (~(uint64_t)0 >> (63 - (i & 63)));
+  while (w == 0) {
+    if (k-- == 0) return SIZE_MAX;
+    w = s->w[k];
+  }
+  return (k << 6) + 63 - (size_t)__builtin_clzll(w);
+}
+/* (a word another thread changes: one atomic load) */
+hak_inline bool hak_pset_has_atomic(const hak_pset_t* s, size_t i) {
+  return (__atomic_load_n(&s->w[i >> 6], __ATOMIC_RELAXED) >> (i & 63)) & 1;
+}
+/* (a word slabs of different heaps share: atomic read-modify-write) */
+hak_inline void hak_pset_add_atomic(hak_pset_t* s, size_t i) {
+  __atomic_fetch_or(&s->w[i >> 6], (uint64_t)1 << (i & 63), __ATOMIC_RELAXED);
+}
+hak_inline void hak_pset_del_atomic(hak_pset_t* s, size_t i) {
+  __atomic_fetch_and(&s->w[i >> 6], ~((uint64_t)1 << (i & 63)), __ATOMIC_RELAXED);
+}
+/* The first page not in s at or after i (HAK_PAGES_PER_SEG: none). */
+hak_inline size_t hak_pset_next_gap(const hak_pset_t* s, size_t i) {
+  if (i >= HAK_PAGES_PER_SEG) return HAK_PAGES_PER_SEG;
+  size_t k = i >> 6;
+  uint64_t w = ~s->w[k] & (~(uint64_t)0 << (i & 63));
+  while (w == 0) {
+    if (++k == HAK_PSET_WORDS) return HAK_PAGES_PER_SEG;
+    w = ~s->w[k];
+  }
+  return (k << 6) + (size_t)__builtin_ctzll(w);
+}
 
 /* ---------------------------------------------------------------- size classes
  * 16..128 in steps of 16, then five classes per doubling up to 128 KiB,
@@ -133,7 +246,7 @@ int hak_unlock(pthread_mutex_t* m);
  * at most 6 %, where four classes per doubling wasted a fifth. */
 extern const uint8_t _hak_class_small[HAK_SMALL_FAST_MAX / 16 + 1];
 extern const uint32_t _hak_class_size[HAK_NCLASSES];
-extern const uint8_t _hak_class_pages[HAK_NCLASSES];
+extern const uint16_t _hak_class_pages[HAK_NCLASSES];
 extern const uint8_t _hak_class_mid[7 * 16];
 
 hak_inline size_t hak_class_of(size_t n) {          /* n <= HAK_MEDIUM_MAX */
@@ -188,15 +301,14 @@ hak_inline void hak_block_set_next(hak_block_t* b, hak_block_t* n) {
 }
 
 /* ---------------------------------------------------------------- slabs
- * A slab is a run of 64 KiB pages of one SuperSlab serving one size class.
+ * A slab is a run of 4 KiB pages of one SuperSlab serving one size class.
  * xowner says who may touch it without atomics: the owner heap's address,
  * with HAK_OWNER_FULL set while the slab sits on the heap's full list, or a
  * special value.  The free fast path compares xowner with its own heap once:
- * every rare case (full, remote, abandoned, tail page, unused) fails that test. */
+ * every rare case (full, remote, abandoned, unused) fails that test. */
 #define HAK_OWNER_FULL      ((uintptr_t)1)
 #define HAK_OWNER_UNUSED    ((uintptr_t)0)      /* page not in a slab: zero-filled mmap */
 #define HAK_OWNER_ABANDONED ((uintptr_t)2)      /* owner thread exited */
-#define HAK_OWNER_TAIL      ((uintptr_t)4)      /* non-first page of a multi-page slab */
 #define HAK_OWNER_MESHED    ((uintptr_t)8)      /* with the owner heap: an alias of a meshed slab (mesh.c) */
 #define HAK_OWNER_PROF      ((uintptr_t)16)     /* with the owner heap: the current slab of a class while heap
                                                  * profiling samples (prof.c): frees take the remote way, so
@@ -237,8 +349,9 @@ typedef struct hak_slab_s {
   uint32_t used;                     /* blocks out (incl. pending remote frees) */
   uint32_t bsize;                    /* block size */
   uint32_t carved;                   /* blocks carved so far × hak_slab_step(s) */
-  uint8_t  cls, npages, head_off;
+  uint8_t  cls;
   uint8_t  sec_zero;                 /* secure: the slab's pages were never used (zero: carving need not fill) */
+  uint16_t npages;                   /* its pages (4 KiB) */
 } hak_slab_t;
 
 /* TSan builds (HAK_TSAN): owner-written fields that other threads read as
@@ -281,7 +394,8 @@ typedef enum { HAK_SEG_SMALL = 1, HAK_SEG_LARGE = 2 } hak_seg_kind_t;
 #define HAK_SEG_MEMBERS 16
 typedef struct hak_member_s {
   struct hak_heap_s* heap;           /* NULL: abandoned slabs (mask != 0) or a free entry (mask == 0) */
-  uint64_t mask;                     /* the heap's slabs in this segment (head pages) */
+  hak_pset_t mask;                   /* the heap's slabs in this segment (head pages) */
+  uint32_t used;                     /* ... how many (0: the entry is free) */
   struct hak_member_s* next;         /* the heap's list of its segments */
   struct hak_member_s* prev;
 } hak_member_t;
@@ -290,7 +404,7 @@ typedef struct hak_member_s {
  * its comment names (STYLE.md, "A feature owns its state"). */
 /* pool.c's state in a small segment (pool lock) */
 typedef struct {
-  uint64_t free_pages;               /* bitmap: 1 = page free (page 0 never) */
+  hak_pset_t free_pages;             /* 1 = page free (the header's never) */
   struct hak_segment_s* abnext;      /* the list of segments with abandoned slabs */
   struct hak_segment_s* abprev;
   uint8_t abandoned;                 /* on the abandoned list */
@@ -298,9 +412,9 @@ typedef struct {
 } hak_seg_pool_t;
 /* release.c's aging of free pages (_hak_segment_age) */
 typedef struct {
-  uint64_t dirty;                    /* free pages still resident (release policy) */
-  uint64_t old;                      /* ... of them, those already dirty at the snapshot taken at ms */
-  uint64_t old2;                     /* ... and at the snapshot before */
+  hak_pset_t dirty;                  /* free pages still resident (release policy) */
+  hak_pset_t old;                    /* ... of them, those already dirty at the snapshot taken at ms */
+  hak_pset_t old2;                   /* ... and at the snapshot before */
   uint64_t ms;
   uint64_t since;                    /* ms when dirty last became non-empty (cached segments) */
 } hak_seg_age_t;
@@ -319,24 +433,21 @@ typedef struct {
 typedef struct {
   union {
     size_t guard_off;                /* large: offset of the PROT_NONE page after the block */
-    uint64_t open;                   /* small: pages made accessible (bit = page) */
+    hak_pset_t open;                 /* small: pages made accessible */
   };
   uint8_t array;                     /* large: the block is from C++ operator new[] */
 } hak_seg_sec_t;
 /* mesh.c's state in a small segment (compaction): pages mapped from the mesh
- * file (roots and aliases), their entries, and the pages a write barrier
- * protects now */
+ * file (roots and aliases) and the pages a write barrier protects now (their
+ * entries: the small tail's mesh_page) */
 typedef struct {
-  uint64_t pages;
-  _Atomic(uint64_t) prot;
-  struct hak_mesh_s* page[HAK_PAGES_PER_SEG];
+  hak_pset_t pages;                  /* (words read by other threads: atomic word access) */
+  hak_pset_t prot;                   /* (atomic words) */
 } hak_seg_mesh_t;
-/* scavenge.c's state in a small segment: per slab page, its 4 KiB pages given
- * back (bit j: bytes j*4K.. of that 64 KiB page); per slab (head page), the
- * blocks on them (phantoms: neither free nor live, not in `used`) */
+/* scavenge.c's state in a small segment: the pages of slabs given back (the
+ * blocks on them, per slab: the small tail's nphantom) */
 typedef struct {
-  uint16_t drop[HAK_PAGES_PER_SEG];
-  uint16_t nphantom[HAK_PAGES_PER_SEG];
+  hak_pset_t drop;                   /* (atomic word stores: stats.c reads them) */
 } hak_seg_scav_t;
 /* site.c's state in a large segment */
 typedef struct {
@@ -344,6 +455,21 @@ typedef struct {
   uint32_t ring;                     /* in the BigCache, counted in this site's ring: entry + 1, 0 = none */
   uint64_t clock;                    /* site clock at allocation */
 } hak_seg_site_t;
+
+/* Windows: a segment's pages in runs of 16 (64 KiB) from page 0.  Every
+ * slab spans at least a window's pages (slab.c's class table), so two
+ * slabs' head pages lie at least 16 pages apart: slot (head + 15) / 16 names
+ * a slab of its segment (a window-exact slab: its window).  Descriptors by
+ * slot keep the header's resident part small (one per page spread them over
+ * 16 pages of a segment in use). */
+#define HAK_WINDOW_PAGES   16
+#define HAK_WINDOW_SHIFT   (HAK_PAGE_SHIFT + 4)
+#define HAK_SLAB_MIN_PAGES HAK_WINDOW_PAGES
+#define HAK_SEG_WINDOWS    (HAK_PAGES_PER_SEG / HAK_WINDOW_PAGES)
+hak_inline size_t hak_slot_of(size_t head) { return (head + HAK_WINDOW_PAGES - 1) / HAK_WINDOW_PAGES; }
+/* A page map entry: the slab's head page (bits 16..) and its descriptor's
+ * offset from the segment's start (0: the page is in no slab). */
+typedef uint32_t hak_pmap_t;
 
 typedef struct hak_segment_s {
   /* common header (segment.c) */
@@ -355,7 +481,7 @@ typedef struct hak_segment_s {
   /* small segments: slabs (bit = index of the head page) that got their
    * first remote free since their owner last collected them; set by the
    * freeing thread, taken by the owner (remote.c, _hak_heap_collect_remote) */
-  _Atomic(uint64_t) xremote;
+  _Atomic(uint64_t) xremote[HAK_PSET_WORDS];
   hak_member_t members[HAK_SEG_MEMBERS];   /* pool.c, under the pool lock */
   /* per feature (both kinds, or read for both) */
   hak_seg_pool_t pool;
@@ -371,14 +497,55 @@ typedef struct hak_segment_s {
     hak_seg_scav_t scav;             /* small */
     hak_seg_site_t site;             /* large */
   };
-  /* one cache line each: adjacent slabs may be different threads' (pool.c),
-   * and each owner writes its descriptor on every malloc and free */
-  _Alignas(64) hak_slab_t slabs[HAK_PAGES_PER_SEG];
+  /* Descriptors, one cache line each (adjacent slabs may be different
+   * threads', pool.c, and each owner writes its descriptor on every malloc
+   * and free).  slabs[k]: the slab whose head page starts window k (page
+   * 16k: the free fast path finds it from an address in that window,
+   * alloc.h), else HAK_OWNER_UNUSED.  A large segment's header covers them
+   * and leaves them so. */
+  _Alignas(64) hak_slab_t slabs[HAK_SEG_WINDOWS];
+  /* the rest is a small segment's only: the page map (each page's slab), the
+   * descriptors of the other slabs (whose head is not a window's first
+   * page: found through the map), and per slot (hak_slot_of) what other
+   * files keep of a slab */
+  hak_pmap_t pmap[HAK_PAGES_PER_SEG];
+  _Alignas(64) hak_slab_t odd[HAK_SEG_WINDOWS];
+  uint16_t shead[HAK_SEG_WINDOWS];                 /* pool.c: an odd slab's head page */
+  struct hak_mesh_s* mesh_page[HAK_SEG_WINDOWS];   /* mesh.c: the entry of a meshed slab */
+  uint16_t nphantom[HAK_SEG_WINDOWS];              /* scavenge.c: the blocks on pages given back
+                                                    * (phantoms: neither free nor live, not in `used`) */
 } hak_segment_t;
 
+/* A slab whose head page starts a window has the window's descriptor
+ * (slabs[]: the free fast path finds it from a pointer into that window);
+ * any other, an odd one (odd[], through the page map). */
+hak_inline bool hak_window_head(size_t head) { return head % HAK_WINDOW_PAGES == 0; }
+/* The page map's entry of page i: the head page of its slab, and the slab
+ * (NULL: none). */
+hak_inline size_t hak_pmap_head(const hak_segment_t* seg, size_t i) {
+  return __atomic_load_n(&seg->pmap[i], __ATOMIC_RELAXED) >> 16;
+}
+hak_inline hak_slab_t* hak_pmap_slab(hak_segment_t* seg, size_t i) {
+  uint32_t off = __atomic_load_n(&seg->pmap[i], __ATOMIC_RELAXED) & 0xFFFF;
+  return off ? (hak_slab_t*)((uint8_t*)seg + off) : NULL;
+}
+/* Pages [head, head + n) become a slab's (0 pages: none); its descriptor. */
+hak_inline hak_slab_t* hak_pmap_set(hak_segment_t* seg, size_t head, size_t n, bool clear) {
+  hak_slab_t* s = hak_window_head(head) ? &seg->slabs[head / HAK_WINDOW_PAGES] : &seg->odd[hak_slot_of(head)];
+  _Static_assert(sizeof(hak_segment_t) <= 0xFFFF, "a descriptor's offset fits the page map's entries");
+  hak_pmap_t e = clear ? 0 : (hak_pmap_t)((head << 16) | (size_t)((uint8_t*)s - (uint8_t*)seg));
+  for (size_t i = head; i < head + n; i++) __atomic_store_n(&seg->pmap[i], e, __ATOMIC_RELAXED);
+  return s;
+}
+/* The descriptor of the slab whose head page is `head` (while it is one). */
+hak_inline hak_slab_t* hak_slab_at(hak_segment_t* seg, size_t head) { return hak_pmap_slab(seg, head); }
+/* The bytes of a large segment's header in use (slabs[] after them stay
+ * zero). */
+#define HAK_SEG_LARGE_HDR_USED offsetof(hak_segment_t, slabs)
+/* The pages a small segment's header takes (its slab pages follow). */
+#define HAK_HDR_PAGES ((sizeof(hak_segment_t) + HAK_PAGE_SIZE - 1) / HAK_PAGE_SIZE)
 _Static_assert(sizeof(hak_slab_t) == 64, "slab descriptor layout");
-_Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR, "segment header fits");
-_Static_assert(sizeof(hak_segment_t) <= HAK_PAGE_SIZE, "segment header in page 0");
+_Static_assert(offsetof(hak_segment_t, pmap) <= HAK_LARGE_HDR, "a large segment's header covers slabs[]");
 
 /* Bytes of blocks a slab holds: capacity * bsize. */
 hak_inline uint32_t hak_slab_limit(const hak_slab_t* s) {
@@ -407,24 +574,22 @@ hak_inline hak_segment_t* hak_segment_of(const void* p) {
   return (hak_segment_t*)((uintptr_t)p & ~(uintptr_t)HAK_SEG_MASK);
 }
 /* A slab's index in its segment (its first page) and its first byte. */
-hak_inline size_t hak_slab_index(const hak_slab_t* s) { return (size_t)(s - hak_segment_of(s)->slabs); }
+hak_inline size_t hak_slab_index(const hak_slab_t* s) {
+  const hak_segment_t* seg = hak_segment_of(s);
+  if (s < seg->odd) return (size_t)(s - seg->slabs) * HAK_WINDOW_PAGES;
+  return __atomic_load_n(&seg->shead[s - seg->odd], __ATOMIC_RELAXED);
+}
 hak_inline uint8_t* hak_slab_start(const hak_slab_t* s) {
   return (uint8_t*)hak_segment_of(s) + (hak_slab_index(s) << HAK_PAGE_SHIFT);
 }
-/* The slab that p, a pointer into the small segment seg, lies in: the one
- * lookup of every path but the inline fast paths (alloc.c, which look at
- * p's page only).  The descriptor of p's page, or of its slab's head page
- * when p lies in a tail page of a multi-page slab; NULL when the page is in
- * no slab.  *xo: the slab's owner word. */
+/* The slab that p, a pointer into the small segment seg, lies in (the page
+ * map's head page); NULL when the page is in no slab.  *xo: the slab's
+ * owner word. */
 hak_inline hak_slab_t* hak_slab_of(hak_segment_t* seg, const void* p, uintptr_t* xo) {
-  hak_slab_t* s = &seg->slabs[((uintptr_t)p - (uintptr_t)seg) >> HAK_PAGE_SHIFT];
-  uintptr_t x = hak_load_acquire(&s->xowner);
-  if (x == HAK_OWNER_TAIL) {
-    s -= s->head_off;
-    x = hak_load_acquire(&s->xowner);
-  }
+  hak_slab_t* s = hak_pmap_slab(seg, ((uintptr_t)p & HAK_SEG_MASK) >> HAK_PAGE_SHIFT);
+  uintptr_t x = s != NULL ? hak_load_acquire(&s->xowner) : HAK_OWNER_UNUSED;
   *xo = x;
-  return x == HAK_OWNER_UNUSED || x == HAK_OWNER_TAIL ? NULL : s;
+  return x == HAK_OWNER_UNUSED ? NULL : s;
 }
 /* p is the start of a block of s carved already (a block handed out or
  * free, never fresh room); `carved` is read as carving publishes it, since
@@ -596,13 +761,13 @@ extern _Atomic(uint64_t) _hak_stat_reserve_released;   /* an empty slab's descri
 /* remote.c */
 void  _hak_remote_push(hak_slab_t* s, hak_block_t* b);   /* a free into another thread's slab */
 void  _hak_heap_collect_remote(hak_heap_t* h);          /* the owner takes the slabs that got remote frees */
-uint64_t _hak_seg_take_remote(hak_segment_t* seg, uint64_t mask);
+bool  _hak_seg_take_remote(hak_segment_t* seg, const hak_pset_t* mask, hak_pset_t* taken);
 void  _hak_slab_rearm(hak_slab_t* s, hak_heap_t* owner);       /* owner NULL: abandoned */
 void  _hak_slab_look_again(hak_slab_t* s, hak_heap_t* owner);
-uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask);   /* pool lock held */
+void  _hak_abandoned_collect(hak_segment_t* seg, const hak_pset_t* mask, hak_pset_t* emptied);   /* pool lock held */
 extern _Atomic(uint64_t) _hak_stat_reclaimed_slabs, _hak_stat_reclaimed_pages, _hak_stat_abandon_pages, _hak_stat_adopt_pages;
 /* heap.c */
-void  _hak_heap_adopt(hak_heap_t* h, hak_segment_t* seg, uint64_t mask);   /* an exited thread's slabs */
+void  _hak_heap_adopt(hak_heap_t* h, hak_segment_t* seg, const hak_pset_t* mask);   /* an exited thread's slabs */
 void  _hak_heap_abandon(hak_heap_t* heap);
 hak_heap_t* _hak_heap_acquire(void);
 void  _hak_heaps_fork_prepare(void);
@@ -653,9 +818,12 @@ hak_segment_t* _hak_segment_alloc(size_t map_size, size_t align_off_min, hak_seg
                                   uint32_t first_bsize /* small: the block size of the slab it is mapped for */);
 void  _hak_segment_free(hak_segment_t* seg);
 void  _hak_segment_unmap(hak_segment_t* seg);
-/* Slab pages of a fresh small segment: all but page 0 (the header) and, in
- * secure mode, the last (a guard). */
-#define HAK_SMALL_FREE_PAGES (~(uint64_t)1 & ~((uint64_t)HAK_SECURE << 63))
+/* Slab pages of a fresh small segment: all but the header's and, in secure
+ * mode, the last (a guard). */
+#define HAK_SMALL_SLAB_PAGES (HAK_PAGES_PER_SEG - HAK_HDR_PAGES - (HAK_SECURE ? 1 : 0))
+hak_inline hak_pset_t hak_small_free_pages(void) {
+  return hak_pset_run(HAK_HDR_PAGES, HAK_PAGES_PER_SEG - HAK_HDR_PAGES - (HAK_SECURE ? 1 : 0));
+}
 void  _hak_segmap_set(hak_segment_t* seg, bool on);
 void  _hak_segment_cache_trim(size_t keep);
 void  _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms);
@@ -666,8 +834,9 @@ void  _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms);
 typedef enum { PAGES_OWN, PAGES_RESIDENT, PAGES_ANY, PAGES_NEW } pages_from_t;
 hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size_t* idx, bool* zero);
 bool  _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned npages);
+size_t _hak_pool_find_run(const hak_pset_t* bits, unsigned n, bool top);   /* where a run of n pages of bits goes */
 void  _hak_pool_abandon(hak_heap_t* h);
-hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* mask);
+hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, hak_pset_t* mask);
 void  _hak_pool_abandoned_tick(bool force);
 size_t _hak_pool_give_taken(hak_heap_t* h, unsigned (*take)(hak_heap_t*, hak_slab_t*));
 size_t _hak_heaps_idle_tick(uint64_t now, uint64_t delay);
@@ -709,7 +878,7 @@ hak_inline bool hak_prof_stash(hak_slab_t* s, hak_block_t* b) {
   hak_heap_t* h = hak_heap_get();
   /* (an owner flagged PROF is armed[s->cls] = s: prof.c sets and clears both) */
   if (HAK_SECURE || hak_load_relaxed(&s->xowner) != ((uintptr_t)h | HAK_OWNER_PROF) ||
-      !hak_is_carved_block(s, (uintptr_t)b & (HAK_PAGE_SIZE - 1), s->carved) || b->cookie == hak_cookie())
+      !hak_is_carved_block(s, (uint64_t)((uint8_t*)b - hak_slab_start(s)), s->carved) || b->cookie == hak_cookie())
     return false;
   hak_block_t** top = &h->prof.stash[s->cls];
   hak_block_set_next(b, *top);
@@ -816,10 +985,10 @@ hak_inline void _hak_limit_grow(size_t bytes) {
 }
 void  _hak_batch_flush(void);
 void  _hak_segment_decommit_free_pages(hak_segment_t* seg);
-void  _hak_segment_decommit(hak_segment_t* seg, uint64_t pages);
+void  _hak_segment_decommit(hak_segment_t* seg, const hak_pset_t* pages);
 void  _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay);
-void  _hak_pages_freed(hak_segment_t* seg, uint64_t mask);
-void  _hak_pages_reused(hak_segment_t* seg, uint64_t mask);
+void  _hak_pages_freed(hak_segment_t* seg, size_t lo, size_t n);
+void  _hak_pages_reused(hak_segment_t* seg, size_t lo, size_t n);
 /* background.c: the release clock (a heap's tick on its slow paths; the
  * thread of an idle program, HAKMEM_BACKGROUND) */
 void  _hak_heap_release_tick(hak_heap_t* h);
@@ -901,7 +1070,7 @@ typedef struct {
   size_t cls_size;                   /* block size */
   size_t live_blocks;                /* blocks handed out and not freed (a remote free counts at once) */
   size_t free_blocks;                /* room left in the class's slabs (carved or not) */
-  size_t slabs, pages;               /* slabs of the class and their 64 KiB pages */
+  size_t slabs, pages;               /* slabs of the class and their 4 KiB pages */
   uint64_t nmalloc;                  /* blocks handed out since start */
 } hak_class_figures_t;
 typedef struct {

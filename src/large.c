@@ -66,7 +66,7 @@ static void* huge_aligned_alloc(size_t size, size_t align) {
     return NULL;
   }
   seg->kind = HAK_SEG_LARGE;
-  seg->age.dirty = 0;
+  memset(&seg->age.dirty, 0, sizeof seg->age.dirty);
   seg->map_size = map;
   seg->large.off = align;
   seg->large.size = size;
@@ -445,7 +445,7 @@ static bool move_pages(hak_segment_t* seg, hak_segment_t* b, void* p, size_t usa
   if (len > old_map) len = old_map;
   if (len - off <= LARGE_COPY_MAX || seg->large.pieced) {
     uint8_t b_pieced = b->large.pieced;
-    memcpy(b, seg, sizeof *seg);
+    memcpy(b, seg, HAK_SEG_LARGE_HDR_USED);
     b->large.pieced = b_pieced;
     memcpy((uint8_t*)b + off, p, usable);
     _hak_os_unmap(seg, old_map);

@@ -15,7 +15,9 @@
 #include <sys/single_threaded.h>
 #include <unistd.h>
 
-#define MESH_NBITS   (HAK_PAGE_SIZE / 16)           /* blocks of the smallest class in one page */
+#define MESH_SLAB    ((size_t)64 << 10)              /* the slabs meshed: one of 64 KiB (16 pages) */
+#define MESH_PAGES   (MESH_SLAB / HAK_PAGE_SIZE)
+#define MESH_NBITS   (MESH_SLAB / 16)               /* blocks of the smallest class in one slab */
 #define MESH_WORDS   (MESH_NBITS / 64)
 #define MESH_MAX     16384                          /* entries at most (each is a kernel mapping) */
 #define MESH_PROBES  64                             /* roots tried per sparse slab */
@@ -51,10 +53,13 @@ static _Atomic(uint64_t) st_passes, st_meshes, st_roots, st_dissolved, st_unmesh
     st_forks;
 
 /* ---------------------------------------------------------------- geometry */
-hak_inline hak_mesh_t* mslab_entry(const hak_slab_t* s) { return hak_segment_of(s)->mesh.page[hak_slab_index(s)]; }
-hak_inline uint32_t mslab_blocks(const hak_slab_t* s) { return (uint32_t)(HAK_PAGE_SIZE / s->bsize); }
+hak_inline hak_mesh_t* mslab_entry(const hak_slab_t* s) { return hak_segment_of(s)->mesh_page[hak_slot_of(hak_slab_index(s))]; }
+hak_inline uint32_t mslab_blocks(const hak_slab_t* s) { return (uint32_t)(MESH_SLAB / s->bsize); }
 hak_inline uint32_t mslab_carved(const hak_slab_t* s) { return s->carved / hak_slab_step(s); }
-hak_inline uint64_t page_bit(const hak_slab_t* s) { return (uint64_t)1 << hak_slab_index(s); }
+/* a page's word of a segment's page set (mesh.pages, mesh.prot: other
+ * heaps' slabs share the segment and the word: atomic) and its bit */
+hak_inline uint64_t* page_word(hak_pset_t* set, size_t idx) { return &set->w[idx >> 6]; }
+hak_inline uint64_t page_bit(size_t idx) { return (uint64_t)1 << (idx & 63); }
 hak_inline bool bit_get(const uint64_t* m, uint32_t i) { return (m[i >> 6] >> (i & 63)) & 1; }
 hak_inline void bit_set(uint64_t* m, uint32_t i) { m[i >> 6] |= (uint64_t)1 << (i & 63); }
 hak_inline void bit_clear(uint64_t* m, uint32_t i) { m[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
@@ -84,15 +89,17 @@ static void mesh_segv(int sig, siginfo_t* si, void* ctx) {
   hak_ptr_t r;
   if (si->si_code == SEGV_ACCERR && hak_ptr_classify(a, &r) == HAK_SEG_SMALL) {
     hak_segment_t* seg = r.seg;
-    uint64_t bit = (uint64_t)1 << (((uintptr_t)a >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1));
-    if (hak_load_acquire(&seg->mesh.prot) & bit) {
+    size_t idx = hak_pmap_head(seg, ((uintptr_t)a >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1));   /* (its slab's bit) */
+    uint64_t* word = page_word(&seg->mesh.prot, idx);
+    uint64_t bit = page_bit(idx);
+    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) & bit) {
       atomic_fetch_add_explicit(&st_waits, 1, memory_order_relaxed);
       pid_t fp = hak_load_relaxed(&fork_pid);
       if (fp != 0 && getpid() != fp) {
         fork_privatize();
         return;
       }
-      while (hak_load_acquire(&seg->mesh.prot) & bit) sched_yield();
+      while (__atomic_load_n(word, __ATOMIC_ACQUIRE) & bit) sched_yield();
       return;
     }
     /* The barrier may have been lifted between the fault and this test:
@@ -151,12 +158,14 @@ static void signals_block(sigset_t* old) {
 }
 
 static void protect(hak_slab_t* s) {
-  atomic_fetch_or_explicit(&hak_segment_of(s)->mesh.prot, page_bit(s), memory_order_seq_cst);
-  if (!_hak_os_protect(hak_slab_start(s), HAK_PAGE_SIZE, PROT_READ))
+  size_t idx = hak_slab_index(s);
+  __atomic_fetch_or(page_word(&hak_segment_of(s)->mesh.prot, idx), page_bit(idx), __ATOMIC_SEQ_CST);
+  if (!_hak_os_protect(hak_slab_start(s), MESH_SLAB, PROT_READ))
     _hak_fatal("hakmem: mesh: mprotect of %p failed\n", (void*)hak_slab_start(s));
 }
 static void unprotect_bit(hak_slab_t* s) {
-  atomic_fetch_and_explicit(&hak_segment_of(s)->mesh.prot, ~page_bit(s), memory_order_release);
+  size_t idx = hak_slab_index(s);
+  __atomic_fetch_and(page_word(&hak_segment_of(s)->mesh.prot, idx), ~page_bit(idx), __ATOMIC_RELEASE);
 }
 
 /* ---------------------------------------------------------------- registry (reg_lock) */
@@ -242,17 +251,18 @@ static void entry_drop(hak_mesh_t* e) {
 
 static uint64_t slot_new(void) {
   hak_lock(&reg_lock);
-  uint64_t off = slot_nfree ? slots[--slot_nfree] : (slot_end += HAK_PAGE_SIZE) - HAK_PAGE_SIZE;
+  uint64_t off = slot_nfree ? slots[--slot_nfree] : (slot_end += MESH_SLAB) - MESH_SLAB;
   hak_unlock(&reg_lock);
   return off;
 }
 
 static void seg_mark(hak_slab_t* s, hak_mesh_t* e) {
   hak_segment_t* seg = hak_segment_of(s);
-  seg->mesh.page[hak_slab_index(s)] = e;
+  size_t idx = hak_slab_index(s);
+  seg->mesh_page[hak_slot_of(idx)] = e;
   /* atomic: other heaps' slabs share the segment (pool.c) and its word */
-  if (e) __atomic_fetch_or(&seg->mesh.pages, page_bit(s), __ATOMIC_RELAXED);
-  else __atomic_fetch_and(&seg->mesh.pages, ~page_bit(s), __ATOMIC_RELAXED);
+  if (e) __atomic_fetch_or(page_word(&seg->mesh.pages, idx), page_bit(idx), __ATOMIC_RELAXED);
+  else __atomic_fetch_and(page_word(&seg->mesh.pages, idx), ~page_bit(idx), __ATOMIC_RELAXED);
 }
 
 /* ---------------------------------------------------------------- blocks */
@@ -304,19 +314,19 @@ static void copy_blocks(uint8_t* dst, const uint8_t* src, const uint64_t* map, u
  * nothing to do but stop. */
 static void remap_file(uint8_t* page, int fd, uint64_t off) {
   tsan_ignore_begin();   /* TSan counts the new mapping as a write by this thread */
-  bool ok = _hak_os_map_file_at(page, HAK_PAGE_SIZE, fd, off);
+  bool ok = _hak_os_map_file_at(page, MESH_SLAB, fd, off);
   tsan_ignore_end();
   if (!ok) _hak_fatal("hakmem: mesh: mapping the mesh file at %p failed\n", (void*)page);
 }
 static void remap_anon(uint8_t* page) {
   tsan_ignore_begin();
-  bool ok = _hak_os_map_anon_at(page, HAK_PAGE_SIZE);
+  bool ok = _hak_os_map_anon_at(page, MESH_SLAB);
   tsan_ignore_end();
   if (!ok) _hak_fatal("hakmem: mesh: remapping %p failed\n", (void*)page);
 }
 static void remap_move(uint8_t* from, uint8_t* page) {
   tsan_ignore_begin();
-  bool ok = _hak_os_remap(from, HAK_PAGE_SIZE, HAK_PAGE_SIZE, MREMAP_MAYMOVE | MREMAP_FIXED, page) != NULL;
+  bool ok = _hak_os_remap(from, MESH_SLAB, MESH_SLAB, MREMAP_MAYMOVE | MREMAP_FIXED, page) != NULL;
   tsan_ignore_end();
   if (!ok) _hak_fatal("hakmem: mesh: remapping %p failed\n", (void*)page);
 }
@@ -334,7 +344,7 @@ static hak_mesh_t* promote(hak_slab_t* a, const uint64_t* own) {
   hak_mesh_t* e = entry_new(a);
   if (e == NULL) return NULL;
   e->off = slot_new();
-  uint8_t* scratch = _hak_os_map_file(HAK_PAGE_SIZE, mesh_fd, e->off);
+  uint8_t* scratch = _hak_os_map_file(MESH_SLAB, mesh_fd, e->off);
   if (scratch == NULL) {
     entry_drop(e);
     return NULL;
@@ -344,7 +354,7 @@ static hak_mesh_t* promote(hak_slab_t* a, const uint64_t* own) {
   copy_blocks(scratch, page, own, mslab_blocks(a), a->bsize);
   remap_file(page, mesh_fd, e->off);
   unprotect_bit(a);
-  _hak_os_unmap(scratch, HAK_PAGE_SIZE);
+  _hak_os_unmap(scratch, MESH_SLAB);
   seg_mark(a, e);
   atomic_fetch_add_explicit(&st_roots, 1, memory_order_relaxed);
   return e;
@@ -362,8 +372,8 @@ static bool absorb(hak_heap_t* h, hak_mesh_t* ea, hak_slab_t* b, const uint64_t*
   copy_blocks(hak_slab_start(a), page, map, mslab_blocks(b), b->bsize);
   remap_file(page, mesh_fd, ea->off);
   unprotect_bit(b);
-  if (eb->root == NULL && hak_segment_of(b)->mesh.page[hak_slab_index(b)] == eb) {   /* B was a root: its file page goes */
-    _hak_os_punch(mesh_fd, eb->off, HAK_PAGE_SIZE);
+  if (eb->root == NULL && hak_segment_of(b)->mesh_page[hak_slot_of(hak_slab_index(b))] == eb) {   /* B was a root: its file page goes */
+    _hak_os_punch(mesh_fd, eb->off, MESH_SLAB);
     hak_lock(&reg_lock);
     slots[slot_nfree++] = eb->off;
     hak_unlock(&reg_lock);
@@ -414,13 +424,13 @@ static void rebuild(hak_mesh_t* ea, const uint64_t* live) {
     }
   }
   __atomic_store_n(&a->used, bits_count(live, (nb + 63) / 64) + ea->nphantom, __ATOMIC_RELAXED);   /* (the figures walk reads it) */
-  for (uint32_t p = 0; p < HAK_PAGE_SIZE / HAK_OS_PAGE;) {   /* punch runs of pages without live data */
+  for (uint32_t p = 0; p < MESH_SLAB / HAK_OS_PAGE;) {   /* punch runs of pages without live data */
     if (resident & (1u << p)) {
       p++;
       continue;
     }
     uint32_t q = p;
-    while (q < HAK_PAGE_SIZE / HAK_OS_PAGE && !(resident & (1u << q))) q++;
+    while (q < MESH_SLAB / HAK_OS_PAGE && !(resident & (1u << q))) q++;
     if (_hak_os_punch(mesh_fd, ea->off + (uint64_t)p * HAK_OS_PAGE, (size_t)(q - p) * HAK_OS_PAGE))
       atomic_fetch_add_explicit(&st_punched, (uint64_t)(q - p) * HAK_OS_PAGE, memory_order_relaxed);
     p = q;
@@ -436,7 +446,8 @@ bool _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* b) {
   hak_mesh_t* eb = mslab_entry(b);
   uintptr_t v = hak_load_relaxed(&b->xthread_free);
   if (v & HAK_XF_NOTIFYING) {   /* its notifier is not done: look again later (remote.c, _hak_slab_rearm) */
-    atomic_fetch_or_explicit(&hak_segment_of(b)->xremote, page_bit(b), memory_order_relaxed);
+    size_t idx = hak_slab_index(b);
+    atomic_fetch_or_explicit(&hak_segment_of(b)->xremote[idx >> 6], page_bit(idx), memory_order_relaxed);
     hak_store_relaxed(&h->xremote_hint, 1);
     return false;
   }
@@ -479,13 +490,13 @@ bool _hak_mesh_collect_alias(hak_heap_t* h, hak_slab_t* b) {
  * under the segment lock when abandoned): private memory again, file page
  * punched.  Roots have no aliases then (their blocks count in the root). */
 void _hak_mesh_page_freed(hak_segment_t* seg, size_t idx) {
-  hak_mesh_t* e = seg->mesh.page[idx];
+  hak_mesh_t* e = seg->mesh_page[hak_slot_of(idx)];
   uint8_t* page = (uint8_t*)seg + (idx << HAK_PAGE_SHIFT);
   remap_anon(page);
   if (e->root != NULL) e->root->naliases--;
-  else if (!mesh_off && mesh_fd_ok()) _hak_os_punch(mesh_fd, e->off, HAK_PAGE_SIZE);
-  seg->mesh.page[idx] = NULL;
-  __atomic_fetch_and(&seg->mesh.pages, ~((uint64_t)1 << idx), __ATOMIC_RELAXED);
+  else if (!mesh_off && mesh_fd_ok()) _hak_os_punch(mesh_fd, e->off, MESH_SLAB);
+  seg->mesh_page[hak_slot_of(idx)] = NULL;
+  __atomic_fetch_and(page_word(&seg->mesh.pages, idx), ~page_bit(idx), __ATOMIC_RELAXED);
   entry_drop(e);
 }
 
@@ -624,7 +635,7 @@ static void plan_carry_out(hak_heap_t* h, plan_t* p) {
 /* Mesh the heap's slabs of one class: gather them, plan sparse ones onto
  * denser roots, carry the plan out. */
 static void mesh_class(hak_heap_t* h, size_t cls, plan_t* p) {
-  uint32_t nb = (uint32_t)(HAK_PAGE_SIZE / _hak_class_size[cls]);
+  uint32_t nb = (uint32_t)(MESH_SLAB / _hak_class_size[cls]);
   if (plan_gather(h, cls, p, nb) == 0) return;
   plan_sort(p);
   plan_pairs(p, nb);
@@ -695,7 +706,7 @@ void _hak_mesh_pass(hak_heap_t* h, bool forced) {
     uint64_t before = hak_load_relaxed(&st_meshes);
     sweep(h, p.slab, p.cap);
     for (size_t cls = 0; cls < HAK_NCLASSES; cls++)
-      if (_hak_class_pages[cls] == 1) mesh_class(h, cls, &p);
+      if (_hak_class_pages[cls] == MESH_PAGES) mesh_class(h, cls, &p);
     _hak_os_unmap(mem, bytes);
     _hak_pace_found(&pace, hak_load_relaxed(&st_meshes) != before);
   }
@@ -713,7 +724,7 @@ static void unmesh(hak_heap_t* h, hak_slab_t* b) {
   hak_mesh_t* eb = mslab_entry(b);
   hak_mesh_t* ea = eb->root;
   hak_slab_t* a = ea->slab;
-  uint8_t* tmp = _hak_os_map(HAK_PAGE_SIZE, NULL);
+  uint8_t* tmp = _hak_os_map(MESH_SLAB, NULL);
   if (tmp == NULL) _hak_fatal("hakmem: mesh: out of memory unmeshing %p at thread exit\n", (void*)hak_slab_start(b));
   uint8_t *page = hak_slab_start(b), *as = hak_slab_start(a);
   uint32_t nb = mslab_blocks(b), bs = b->bsize;
@@ -826,13 +837,13 @@ void _hak_mesh_fork_barrier(void) {
     if (e->root != NULL) continue;
     const uint8_t* page = hak_slab_start(e->slab);
     if (fork_fd2 < 0) {   /* fallback: a private copy the child moves into place */
-      e->fork_copy = _hak_os_map(HAK_PAGE_SIZE, NULL);
+      e->fork_copy = _hak_os_map(MESH_SLAB, NULL);
       if (e->fork_copy == NULL) _hak_fatal("hakmem: mesh: out of memory copying meshed pages for fork\n");
-      memcpy(e->fork_copy, page, HAK_PAGE_SIZE);
+      memcpy(e->fork_copy, page, MESH_SLAB);
       continue;
     }
     /* only the file's data runs: holes stay holes */
-    if (!_hak_os_copy_data(fork_fd2, mesh_fd, page, e->off, HAK_PAGE_SIZE))
+    if (!_hak_os_copy_data(fork_fd2, mesh_fd, page, e->off, MESH_SLAB))
       _hak_fatal("hakmem: mesh: copying meshed pages for fork failed\n");
   }
   tsan_ignore_end();
@@ -855,9 +866,9 @@ static void fork_privatize(void) {
         remap_move(e->fork_copy, page);
         e->fork_copy = NULL;
       } else {
-        uint8_t* tmp = _hak_os_map(HAK_PAGE_SIZE, NULL);
+        uint8_t* tmp = _hak_os_map(MESH_SLAB, NULL);
         if (tmp == NULL) _hak_fatal("hakmem: mesh: fork child: out of memory\n");
-        memcpy(tmp, hak_slab_start(e->root->slab), HAK_PAGE_SIZE);
+        memcpy(tmp, hak_slab_start(e->root->slab), MESH_SLAB);
         remap_move(tmp, page);
       }
       unprotect_bit(e->slab);
@@ -873,11 +884,11 @@ static void fork_privatize(void) {
 void _hak_mesh_fork_parent(void) {
   if (hak_load_relaxed(&fork_pid) != 0) {
     for (hak_mesh_t* e = reg_head; e != NULL; e = e->next) {
-      if (fork_barred && !_hak_os_protect(hak_slab_start(e->slab), HAK_PAGE_SIZE, PROT_READ | PROT_WRITE))
+      if (fork_barred && !_hak_os_protect(hak_slab_start(e->slab), MESH_SLAB, PROT_READ | PROT_WRITE))
         _hak_fatal("hakmem: mesh: mprotect of %p failed\n", (void*)hak_slab_start(e->slab));
       unprotect_bit(e->slab);
       if (e->fork_copy != NULL) {
-        _hak_os_unmap(e->fork_copy, HAK_PAGE_SIZE);
+        _hak_os_unmap(e->fork_copy, MESH_SLAB);
         e->fork_copy = NULL;
       }
     }

@@ -27,17 +27,22 @@ static size_t pool_low[2] = {SIZE_MAX, SIZE_MAX};   /* the fewest retained bytes
  * masks disjoint and on used pages, one abandoned entry at most, and the
  * used-page count is what the free bitmap leaves. */
 static bool pool_seg_valid(const hak_segment_t* seg) {
-  uint64_t seen = 0;
+  hak_pset_t seen = {{0}}, slab_pages = hak_small_free_pages(), stray;
   int abandoned = 0;
   for (size_t i = 0; i < HAK_SEG_MEMBERS; i++) {
     const hak_member_t* m = &seg->members[i];
-    if ((m->mask & seen) != 0) return false;
-    seen |= m->mask;
-    abandoned += m->mask != 0 && m->heap == NULL;
+    if (hak_pset_intersects(&m->mask, &seen)) return false;
+    hak_pset_or(&seen, &seen, &m->mask);
+    abandoned += !hak_pset_empty(&m->mask) && m->heap == NULL;
   }
-  uint64_t slab_pages = ~seg->pool.free_pages & ~(uint64_t)1 & HAK_SMALL_FREE_PAGES;
-  return (seen & ~slab_pages) == 0 && abandoned <= 1 && abandoned == (seg->pool.abandoned ? 1 : 0) &&
-         seg->used_pages == (uint32_t)hak_popcount64(slab_pages);
+  hak_pset_andnot(&slab_pages, &slab_pages, &seg->pool.free_pages);
+  if (hak_pset_andnot(&stray, &seen, &slab_pages)) return false;
+  for (size_t i = hak_pset_next(&seen, 0); i < HAK_PAGES_PER_SEG; i = hak_pset_next(&seen, i + 1)) {
+    const hak_slab_t* s = hak_slab_at((hak_segment_t*)seg, i);   /* a head page maps to itself, and its slab's pages are used */
+    if (hak_pmap_head(seg, i) != i || hak_slab_index(s) != i || !hak_pset_all_run(&slab_pages, i, s->npages))
+      return false;
+  }
+  return abandoned <= 1 && abandoned == (seg->pool.abandoned ? 1 : 0) && seg->used_pages == hak_pset_count(&slab_pages);
 }
 #endif
 
@@ -82,14 +87,15 @@ static void ab_unlink(hak_segment_t* seg) {
 
 /* ---------------------------------------------------------------- member entries (pool lock) */
 /* h's entry in seg (h NULL: the abandoned entry), or NULL. */
+/* (a member entry is in use while it has slabs; `used` counts them) */
 static hak_member_t* member_of(hak_segment_t* seg, const hak_heap_t* h) {
   for (size_t i = 0; i < HAK_SEG_MEMBERS; i++)
-    if (seg->members[i].mask != 0 && seg->members[i].heap == h) return &seg->members[i];
+    if (seg->members[i].used != 0 && seg->members[i].heap == h) return &seg->members[i];
   return NULL;
 }
 static hak_member_t* member_slot(hak_segment_t* seg) {
   for (size_t i = 0; i < HAK_SEG_MEMBERS; i++)
-    if (seg->members[i].mask == 0) return &seg->members[i];
+    if (seg->members[i].used == 0) return &seg->members[i];
   return NULL;
 }
 /* Can h put a slab in seg: it has an entry there, or a free one is left. */
@@ -119,56 +125,74 @@ static void member_add(hak_heap_t* h, hak_segment_t* seg, size_t idx) {
     hak_assert(m != NULL);
     member_link(h, m);
   }
-  m->mask |= (uint64_t)1 << idx;
+  hak_pset_add(&m->mask, idx);
+  m->used++;
 }
 /* Slab idx of h (NULL: abandoned) leaves seg; true when that was h's last there. */
 static bool member_drop(hak_heap_t* h, hak_segment_t* seg, size_t idx) {
   hak_member_t* m = member_of(seg, h);
-  hak_assert(m != NULL && (m->mask >> idx & 1));
-  m->mask &= ~((uint64_t)1 << idx);
-  if (m->mask != 0) return false;
+  hak_assert(m != NULL && hak_pset_has(&m->mask, idx));
+  hak_pset_del(&m->mask, idx);
+  if (--m->used != 0) return false;
   if (h != NULL) member_unlink(h, m);
   else ab_unlink(seg);
   return true;
 }
 
 /* ---------------------------------------------------------------- taking pages */
-/* The first run of n set bits in bits (64: none); from the top for blocks
- * that span pages, from the bottom for the others, so that in a segment they
- * meet in the middle: huge pages back the dense half (thp.c, _hak_thp_slab). */
-static size_t find_run(uint64_t bits, unsigned n, bool top) {
-  uint64_t x = bits;
-  for (unsigned i = 1; i < n && x; i++) x &= bits >> i;
-  if (!x) return 64;
-  return top ? 63 - (size_t)__builtin_clzll(x) : (size_t)__builtin_ctzll(x);
+/* Where a run of n pages of `bits` goes (HAK_PAGES_PER_SEG: nowhere): the
+ * first that fits, the lowest; with `top` the highest, for blocks that span
+ * pages, so that in a segment advised for huge pages the two kinds meet in
+ * the middle: huge pages back the dense half (thp.c, _hak_thp_slab).  A run
+ * of whole windows starts on a window (its slab's frees take the fast
+ * path, alloc.h).  (Best fit at any page kept 1.15x the resident pages of
+ * this in a workload of random sizes to 512 KiB.) */
+size_t _hak_pool_find_run(const hak_pset_t* bits, unsigned n, bool top) {
+  size_t found = HAK_PAGES_PER_SEG, step = n % HAK_WINDOW_PAGES == 0 ? HAK_WINDOW_PAGES : 1;
+  for (size_t i = hak_pset_next(bits, 0); i < HAK_PAGES_PER_SEG;) {
+    size_t j = hak_pset_next_gap(bits, i), a = hak_align_up(i, step);
+    if (j >= a + n) {
+      if (!top) return a;
+      found = (j - n) / step * step;
+    }
+    i = hak_pset_next(bits, j);
+  }
+  return found;
 }
 static size_t seg_run(const hak_segment_t* seg, pages_from_t from, unsigned n, bool top) {
-  return find_run(from == PAGES_ANY ? seg->pool.free_pages : seg->pool.free_pages & seg->age.dirty, n, top && seg->thp != 0);
+  if (from == PAGES_ANY) return _hak_pool_find_run(&seg->pool.free_pages, n, top && seg->thp != 0);
+  hak_pset_t resident;
+  if (!hak_pset_and(&resident, &seg->pool.free_pages, &seg->age.dirty)) return HAK_PAGES_PER_SEG;
+  return _hak_pool_find_run(&resident, n, top && seg->thp != 0);
 }
 
 /* Pages [idx, idx + n) of seg become a slab of h (pool lock). */
 static bool pool_claim(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned npages, uint32_t bsize, bool* zero) {
-  uint64_t mask = (((uint64_t)1 << npages) - 1) << idx;
+  hak_assert(hak_pset_all_run(&seg->pool.free_pages, idx, npages));
   _hak_thp_slab(seg, idx, npages, bsize);
   /* secure: pages never used are PROT_NONE; no more mappings
    * (vm.max_map_count) is out of memory */
   *zero = false;
-  if (HAK_SECURE && (mask & ~seg->sec.open)) {
+  if (HAK_SECURE && !hak_pset_all_run(&seg->sec.open, idx, npages)) {
     if (!_hak_secure_slab_pages(seg, idx, npages)) return false;
-    *zero = (mask & seg->sec.open) == 0;
-    seg->sec.open |= mask;
+    *zero = hak_pset_count_run(&seg->sec.open, idx, npages) == 0;
+    hak_pset_add_run(&seg->sec.open, idx, npages);
   }
-  seg->pool.free_pages &= ~mask;
+  hak_pset_del_run(&seg->pool.free_pages, idx, npages);
   seg->used_pages += npages;
-  _hak_pages_reused(seg, mask);
+  _hak_pages_reused(seg, idx, npages);
   size_t r = hak_load_relaxed(&_hak_retained_bytes);
   if (r < pool_low[0]) pool_low[0] = r;
   /* a bit left from the slab that had these pages before would hide the
    * first remote free into the new one (remote_notify skips a set bit) */
-  atomic_fetch_and_explicit(&seg->xremote, ~((uint64_t)1 << idx), memory_order_relaxed);
+  atomic_fetch_and_explicit(&seg->xremote[idx >> 6], ~((uint64_t)1 << (idx & 63)), memory_order_relaxed);
+  /* the page map: each page names the head (hak_slab_of, the fast paths) */
+  hak_assert_cmp(npages, >=, HAK_SLAB_MIN_PAGES);   /* (so slots are unique: internal.h) */
+  if (!hak_window_head(idx)) __atomic_store_n(&seg->shead[hak_slot_of(idx)], (uint16_t)idx, __ATOMIC_RELAXED);
+  hak_pmap_set(seg, idx, npages, false);
   member_add(h, seg, idx);
   hak_assert_expensive(pool_seg_valid(seg));
-  if (seg->pool.free_pages == 0) avail_unlink(seg);
+  if (hak_pset_empty(&seg->pool.free_pages)) avail_unlink(seg);
   atomic_fetch_add_explicit(&_hak_stat_slab_pages, npages, memory_order_relaxed);
   return true;
 }
@@ -185,16 +209,16 @@ hak_warm hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t f
    * pages (find_run); elsewhere the order does not matter and stays */
   bool top = bsize > HAK_OS_PAGE;
   hak_segment_t* seg = NULL;
-  size_t idx = 64;
+  size_t idx = HAK_PAGES_PER_SEG;
   if (from != PAGES_NEW) {
     hak_lock(&pool_lock);
     for (hak_member_t* m = h->members; m != NULL && seg == NULL; m = m->next) {
       hak_segment_t* g = hak_segment_of(m);
-      if ((idx = seg_run(g, from, npages, top)) < 64) seg = g;
+      if ((idx = seg_run(g, from, npages, top)) < HAK_PAGES_PER_SEG) seg = g;
     }
     int k = from == PAGES_OWN ? POOL_SCAN : 0;
     for (hak_segment_t* g = pool_avail; g != NULL && seg == NULL && k < POOL_SCAN; g = g->next, k++)
-      if (member_room(g, h) && (idx = seg_run(g, from, npages, top)) < 64) seg = g;
+      if (member_room(g, h) && (idx = seg_run(g, from, npages, top)) < HAK_PAGES_PER_SEG) seg = g;
     if (seg == NULL) {
       hak_unlock(&pool_lock);
       return NULL;
@@ -203,7 +227,7 @@ hak_warm hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t f
     seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, (size_t)h->nsegs << HAK_SEG_SHIFT, bsize);
     if (seg == NULL) return NULL;
     hak_lock(&pool_lock);   /* nobody else knows seg yet */
-    idx = find_run(seg->pool.free_pages, npages, top && seg->thp != 0);
+    idx = _hak_pool_find_run(&seg->pool.free_pages, npages, top && seg->thp != 0);
     avail_link(seg);
   }
   bool ok = pool_claim(h, seg, idx, npages, bsize, zero);
@@ -218,17 +242,18 @@ hak_warm hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t f
  * to the pool (pool lock).  Returns the segment when it emptied (the caller
  * frees it after unlocking); *gone says h has no slab left in it. */
 hak_warm static hak_segment_t* pool_give_locked(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n, bool* gone) {
-  uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
   *gone = member_drop(h, seg, idx);
-  atomic_fetch_and_explicit(&seg->xremote, ~((uint64_t)1 << idx), memory_order_relaxed);
+  atomic_fetch_and_explicit(&seg->xremote[idx >> 6], ~((uint64_t)1 << (idx & 63)), memory_order_relaxed);
   atomic_fetch_sub_explicit(&_hak_stat_slab_pages, n, memory_order_relaxed);
   atomic_fetch_add_explicit(&_hak_pool_gives, 1, memory_order_relaxed);
-  seg->pool.free_pages |= mask;
+  /* a pointer into a free run finds no slab (hak_slab_of: slabs[0]) */
+  hak_pmap_set(seg, idx, n, true);
+  hak_pset_add_run(&seg->pool.free_pages, idx, n);
   seg->used_pages -= n;
   hak_assert_expensive(pool_seg_valid(seg));
   bool empty = seg->used_pages == 0;
   if (!empty || hak_load_relaxed(&_hak_seg_cached) < (size_t)hak_opt(SEG_CACHE))
-    _hak_pages_freed(seg, mask);   /* else the whole segment is unmapped */
+    _hak_pages_freed(seg, idx, n);   /* else the whole segment is unmapped */
   if (!empty) {
     avail_link(seg);
     return NULL;
@@ -279,9 +304,9 @@ size_t _hak_pool_give_taken(hak_heap_t* h, unsigned (*take)(hak_heap_t*, hak_sla
   for (hak_member_t *m = h->members, *mnext; m != NULL; m = mnext) {
     mnext = m->next;   /* m goes with h's last slab in its segment */
     hak_segment_t* seg = hak_segment_of(m);
-    for (uint64_t bits = m->mask; bits != 0; bits &= bits - 1) {
-      size_t idx = (size_t)__builtin_ctzll(bits);
-      unsigned n = take(h, &seg->slabs[idx]);
+    hak_pset_t heads = m->mask;   /* (m's mask changes as slabs go) */
+    for (size_t idx = hak_pset_next(&heads, 0); idx < HAK_PAGES_PER_SEG; idx = hak_pset_next(&heads, idx + 1)) {
+      unsigned n = take(h, hak_slab_at(seg, idx));
       if (n == 0) continue;
       given++;
       if (pool_give_walking(h, seg, idx, n, &emptied)) break;
@@ -303,8 +328,10 @@ hak_warm void _hak_pool_abandon(hak_heap_t* h) {
     hak_member_t* a = member_of(seg, NULL);   /* the segment's abandoned entry, if any */
     member_unlink(h, m);   /* m->heap = NULL: m is an abandoned entry now ... */
     if (a != NULL) {   /* ... unless the segment has one: one per segment */
-      a->mask |= m->mask;
-      m->mask = 0;
+      hak_pset_or(&a->mask, &a->mask, &m->mask);
+      a->used += m->used;
+      memset(&m->mask, 0, sizeof m->mask);
+      m->used = 0;
     }
     ab_link(seg);
   }
@@ -313,7 +340,7 @@ hak_warm void _hak_pool_abandon(hak_heap_t* h) {
 
 /* Take the abandoned slabs of one segment, unless no more than `keep`
  * segments wait: they become h's (the caller collects them); their mask. */
-hak_warm hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* mask) {
+hak_warm hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, hak_pset_t* mask) {
   if (hak_load_relaxed(&_hak_seg_abandoned) <= keep) return NULL;
   hak_lock(&pool_lock);
   hak_segment_t* seg = hak_load_relaxed(&_hak_seg_abandoned) > keep ? pool_abandoned : NULL;
@@ -323,8 +350,10 @@ hak_warm hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, uint64_t* ma
     hak_member_t* mine = member_of(seg, h);
     *mask = a->mask;
     if (mine != NULL) {
-      mine->mask |= a->mask;
-      a->mask = 0;
+      hak_pset_or(&mine->mask, &mine->mask, &a->mask);
+      mine->used += a->used;
+      memset(&a->mask, 0, sizeof a->mask);
+      a->used = 0;
     } else {
       member_link(h, a);
     }
@@ -357,12 +386,11 @@ hak_warm void _hak_pool_abandoned_tick(bool force) {
   for (hak_segment_t *seg = pool_abandoned, *next; seg; seg = next) {
     next = seg->pool.abnext;
     hak_member_t* a = member_of(seg, NULL);
-    uint64_t bits = _hak_abandoned_collect(seg, a->mask);   /* the slabs the remote frees emptied */
-    while (bits != 0) {
-      size_t idx = (size_t)__builtin_ctzll(bits);
-      bits &= bits - 1;
-      unsigned n = seg->slabs[idx].npages;
-      _hak_slab_clear(&seg->slabs[idx]);
+    hak_pset_t bits;
+    _hak_abandoned_collect(seg, &a->mask, &bits);   /* the slabs the remote frees emptied */
+    for (size_t idx = hak_pset_next(&bits, 0); idx < HAK_PAGES_PER_SEG; idx = hak_pset_next(&bits, idx + 1)) {
+      unsigned n = hak_slab_at(seg, idx)->npages;
+      _hak_slab_clear(hak_slab_at(seg, idx));
       atomic_fetch_sub_explicit(&_hak_abandoned_pages, n, memory_order_relaxed);
       if (pool_give_walking(NULL, seg, idx, n, &emptied)) break;   /* (counted as emptied while abandoned) */
     }
@@ -388,15 +416,13 @@ _Atomic(uint64_t) _hak_stat_pool_surplus;
 static void pool_trim_surplus(size_t n, hak_segment_t* tail) {
   for (hak_segment_t* seg = tail; seg != NULL && n != 0; seg = seg->prev) {
     /* (not in a half backed by huge pages: one page would split it) */
-    uint64_t pages = seg->pool.free_pages & seg->age.dirty, take = 0;
-    if (seg->thp & 1) pages &= ~(uint64_t)0 << 32;
-    if (seg->thp & 2) pages &= ((uint64_t)1 << 32) - 1;
-    for (; pages != 0 && n != 0; n--) {
-      uint64_t top = (uint64_t)1 << (63 - __builtin_clzll(pages));
-      take |= top;
-      pages &= ~top;
-    }
-    _hak_segment_decommit(seg, take);
+    hak_pset_t pages, take = {{0}};
+    hak_pset_and(&pages, &seg->pool.free_pages, &seg->age.dirty);
+    if (seg->thp & 1) hak_pset_del_run(&pages, 0, HAK_PAGES_PER_SEG / 2);
+    if (seg->thp & 2) hak_pset_del_run(&pages, HAK_PAGES_PER_SEG / 2, HAK_PAGES_PER_SEG / 2);
+    for (size_t i = hak_pset_prev(&pages, SIZE_MAX); i != SIZE_MAX && n != 0; i = i ? hak_pset_prev(&pages, i - 1) : SIZE_MAX, n--)
+      hak_pset_add(&take, i);
+    _hak_segment_decommit(seg, &take);
   }
 }
 /* now_free: the pool's resident free pages; tail: its last segment (both
@@ -435,8 +461,9 @@ hak_warm void _hak_pool_tick(uint64_t now, uint64_t delay, bool force) {
   hak_segment_t* tail = NULL;
   for (hak_segment_t* seg = pool_avail; seg != NULL; tail = seg, seg = seg->next) {
     if (force) _hak_segment_decommit_free_pages(seg);
-    else if (seg->age.dirty | seg->age.old | seg->age.old2) _hak_segment_age(seg, now, delay);
-    now_free += (size_t)hak_popcount64(seg->pool.free_pages & seg->age.dirty);
+    else if (!hak_pset_empty(&seg->age.dirty) || !hak_pset_empty(&seg->age.old) || !hak_pset_empty(&seg->age.old2))
+      _hak_segment_age(seg, now, delay);
+    now_free += hak_pset_count(&seg->age.dirty);   /* (dirty pages are free pages) */
   }
   if (!force) pool_age_count(now_free, tail);
   hak_unlock(&pool_lock);
@@ -457,8 +484,8 @@ void _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident) {
   hak_lock(&pool_lock);
   for (hak_segment_t* seg = pool_avail; seg != NULL; seg = seg->next) {
     ++*segs;
-    *free_pages += (size_t)hak_popcount64(seg->pool.free_pages);
-    *resident += (size_t)hak_popcount64(seg->pool.free_pages & seg->age.dirty);
+    *free_pages += hak_pset_count(&seg->pool.free_pages);
+    *resident += hak_pset_count(&seg->age.dirty);
   }
   hak_unlock(&pool_lock);
 }
@@ -470,14 +497,14 @@ void _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident) {
  * entries (a thread exit, an adoption) while they are read; a slab the
  * owner is setting up or clearing shows its descriptor as it is. */
 typedef struct { void (*fn)(hak_slab_t*, void*); void* arg; bool locked; } slab_walk_t;
-static void walk_mask(hak_segment_t* seg, uint64_t mask, slab_walk_t* w) {
-  for (; mask != 0; mask &= mask - 1) w->fn(&seg->slabs[__builtin_ctzll(mask)], w->arg);
+static void walk_mask(hak_segment_t* seg, const hak_pset_t* mask, slab_walk_t* w) {
+  for (size_t i = hak_pset_next(mask, 0); i < HAK_PAGES_PER_SEG; i = hak_pset_next(mask, i + 1)) w->fn(hak_slab_at(seg, i), w->arg);
 }
 static void walk_heap(hak_heap_t* h, void* arg) {
   slab_walk_t* w = arg;
   if (!w->locked) hak_lock(&pool_lock);
   w->locked = true;
-  for (hak_member_t* m = h->members; m != NULL; m = m->next) walk_mask(hak_segment_of(m), m->mask, w);
+  for (hak_member_t* m = h->members; m != NULL; m = m->next) walk_mask(hak_segment_of(m), &m->mask, w);
 }
 void _hak_pool_foreach_slab(void (*fn)(hak_slab_t*, void*), void* arg) {
   slab_walk_t w = {fn, arg, false};
@@ -485,7 +512,7 @@ void _hak_pool_foreach_slab(void (*fn)(hak_slab_t*, void*), void* arg) {
   if (!w.locked) hak_lock(&pool_lock);
   for (hak_segment_t* seg = pool_abandoned; seg != NULL; seg = seg->pool.abnext) {
     hak_member_t* a = member_of(seg, NULL);
-    if (a != NULL) walk_mask(seg, a->mask, &w);
+    if (a != NULL) walk_mask(seg, &a->mask, &w);
   }
   hak_unlock(&pool_lock);
 }

@@ -336,7 +336,8 @@ static void disarm(hak_heap_t* h, hak_slab_t* s) {
   if (hak_load_relaxed(&s->xowner) != ((uintptr_t)h | HAK_OWNER_PROF)) return;   /* full now: its flag went */
   hak_store_relaxed(&s->xowner, (uintptr_t)h);
   if (hak_load_relaxed(&s->xthread_free) != 0) {
-    atomic_fetch_or_explicit(&hak_segment_of(s)->xremote, (uint64_t)1 << hak_slab_index(s), memory_order_seq_cst);
+    size_t idx = hak_slab_index(s);
+    atomic_fetch_or_explicit(&hak_segment_of(s)->xremote[idx >> 6], (uint64_t)1 << (idx & 63), memory_order_seq_cst);
     hak_store_relaxed(&h->xremote_hint, 1);
   }
 }

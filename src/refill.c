@@ -18,8 +18,8 @@ hak_warm static hak_slab_t* slab_new(hak_heap_t* h, size_t cls, pages_from_t fro
   hak_segment_t* seg = _hak_pool_take(h, cls, from, &idx, &zero);
   if (seg == NULL) return NULL;
   _hak_slab_init(h, seg, idx, cls);
-  if (HAK_SECURE) seg->slabs[idx].sec_zero = zero;
-  return &seg->slabs[idx];
+  if (HAK_SECURE) hak_slab_at(seg, idx)->sec_zero = zero;
+  return hak_slab_at(seg, idx);
 }
 
 /* A block of a slightly larger class (up to half again the size) from a
@@ -126,7 +126,7 @@ hak_warm static hak_slab_t* heap_slab_new(hak_heap_t* h, size_t cls, size_t req,
    * heaps' resident pages: an exited thread's slabs have room, and left
    * alone they only drain. */
   bool has_segs = h->members != NULL;
-  uint64_t abmask = 0;
+  hak_pset_t abmask;
   hak_segment_t* ab = _hak_pool_adopt(h, has_segs ? 1 : 0, &abmask);
   if (ab == NULL && h->no_resident != gives) {
     s = slab_new(h, cls, PAGES_RESIDENT);
@@ -143,7 +143,7 @@ hak_warm static hak_slab_t* heap_slab_new(hak_heap_t* h, size_t cls, size_t req,
     if (s == NULL && has_segs) ab = _hak_pool_adopt(h, 0, &abmask);
   }
   if (ab != NULL) {
-    _hak_heap_adopt(h, ab, abmask);
+    _hak_heap_adopt(h, ab, &abmask);
     return &_hak_slab_empty;
   }
   /* before the process grows: idle threads' emptied slabs (heap.c), and the

@@ -159,27 +159,30 @@ void _hak_batch_flush(void) {
 
 /* Decommit some of a segment's dirty free pages (pool lock, or seg_lock for
  * cached segments). */
-static void decommit_pages(hak_segment_t* seg, uint64_t pages) {
-  if (pages == 0 || hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
-  uint64_t left = pages;
-  while (left) {
-    unsigned lo = (unsigned)__builtin_ctzll(left);
-    uint64_t run = left >> lo;
-    unsigned len = run == ~(uint64_t)0 ? 64 - lo : (unsigned)__builtin_ctzll(~run);
-    if (seg->thp & 3) _hak_thp_demote(seg, lo, len);
-    _hak_decommit((uint8_t*)seg + ((size_t)lo << HAK_PAGE_SHIFT), (size_t)len << HAK_PAGE_SHIFT);
-    uint64_t runmask = len >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << len) - 1);
-    left &= ~(runmask << lo);
+static void decommit_pages(hak_segment_t* seg, const hak_pset_t* pages) {
+  if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF || hak_pset_empty(pages)) return;
+  size_t n = 0;
+  for (size_t lo = hak_pset_next(pages, 0); lo < HAK_PAGES_PER_SEG;) {   /* a call per run */
+    size_t hi = hak_pset_next_gap(pages, lo);
+    if (seg->thp & 3) _hak_thp_demote(seg, (unsigned)lo, (unsigned)(hi - lo));
+    _hak_decommit((uint8_t*)seg + (lo << HAK_PAGE_SHIFT), (hi - lo) << HAK_PAGE_SHIFT);
+    n += hi - lo;
+    lo = hak_pset_next(pages, hi);
   }
-  atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(pages) << HAK_PAGE_SHIFT,
-                            memory_order_relaxed);
-  seg->age.dirty &= ~pages;
-  seg->age.old &= ~pages;
-  seg->age.old2 &= ~pages;
+  atomic_fetch_sub_explicit(&_hak_retained_bytes, n << HAK_PAGE_SHIFT, memory_order_relaxed);
+  hak_pset_andnot(&seg->age.dirty, &seg->age.dirty, pages);
+  hak_pset_andnot(&seg->age.old, &seg->age.old, pages);
+  hak_pset_andnot(&seg->age.old2, &seg->age.old2, pages);
 }
 
-void _hak_segment_decommit_free_pages(hak_segment_t* seg) { decommit_pages(seg, seg->age.dirty); }
-void _hak_segment_decommit(hak_segment_t* seg, uint64_t pages) { decommit_pages(seg, pages & seg->age.dirty); }
+void _hak_segment_decommit_free_pages(hak_segment_t* seg) {
+  hak_pset_t pages = seg->age.dirty;
+  decommit_pages(seg, &pages);
+}
+void _hak_segment_decommit(hak_segment_t* seg, const hak_pset_t* pages) {
+  hak_pset_t p;
+  if (hak_pset_and(&p, pages, &seg->age.dirty)) decommit_pages(seg, &p);
+}
 
 /* A segment's page clock, a snapshot every half delay (3/8 of it, so that a
  * tick a little early does not skip one): the pages empty at the last two
@@ -192,32 +195,31 @@ void _hak_segment_decommit(hak_segment_t* seg, uint64_t pages) { decommit_pages(
  * delay.) */
 void _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay) {
   if (now - seg->age.ms < delay / 2 - delay / 8) return;
-  decommit_pages(seg, seg->age.old2 & seg->age.dirty);
-  seg->age.old2 = seg->age.old & seg->age.dirty;
+  hak_pset_t due;
+  if (hak_pset_and(&due, &seg->age.old2, &seg->age.dirty)) decommit_pages(seg, &due);
+  hak_pset_and(&seg->age.old2, &seg->age.old, &seg->age.dirty);
   seg->age.old = seg->age.dirty;
   seg->age.ms = now;
 }
 
 /* Slab pages just became free in a small segment (pool lock). */
-hak_warm void _hak_pages_freed(hak_segment_t* seg, uint64_t mask) {
+hak_warm void _hak_pages_freed(hak_segment_t* seg, size_t lo, size_t n) {
   if (hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF) return;
-  if (seg->age.dirty == 0) seg->age.since = _hak_clock_ms();
-  uint64_t fresh = mask & ~seg->age.dirty;
-  seg->age.dirty |= mask;
-  atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(fresh) << HAK_PAGE_SHIFT,
-                            memory_order_relaxed);
+  if (hak_pset_empty(&seg->age.dirty)) seg->age.since = _hak_clock_ms();
+  size_t fresh = n - hak_pset_count_run(&seg->age.dirty, lo, n);
+  hak_pset_add_run(&seg->age.dirty, lo, n);
+  atomic_fetch_add_explicit(&_hak_retained_bytes, fresh << HAK_PAGE_SHIFT, memory_order_relaxed);
   if (hak_opt(DECOMMIT_DELAY_MS) == 0 || _hak_retained_over_target()) _hak_segment_decommit_free_pages(seg);
 }
 
 /* Slab pages are taken again: they are no longer empty memory. */
-hak_warm void _hak_pages_reused(hak_segment_t* seg, uint64_t mask) {
-  uint64_t was = seg->age.dirty & mask;
-  seg->age.old &= ~mask;
-  seg->age.old2 &= ~mask;
+hak_warm void _hak_pages_reused(hak_segment_t* seg, size_t lo, size_t n) {
+  size_t was = hak_pset_count_run(&seg->age.dirty, lo, n);
+  hak_pset_del_run(&seg->age.old, lo, n);
+  hak_pset_del_run(&seg->age.old2, lo, n);
   if (was == 0) return;
-  seg->age.dirty &= ~mask;
-  atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(was) << HAK_PAGE_SHIFT,
-                            memory_order_relaxed);
+  hak_pset_del_run(&seg->age.dirty, lo, n);
+  atomic_fetch_sub_explicit(&_hak_retained_bytes, was << HAK_PAGE_SHIFT, memory_order_relaxed);
 }
 
 void _hak_release_stats(uint64_t* calls, uint64_t* bytes, uint64_t* unmapped, size_t* parked, size_t* parked_mapped) {

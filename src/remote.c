@@ -9,7 +9,8 @@
  * done (the bit it set may be taken already): set its bit again and raise
  * the hint, so that the collector looks again. */
 void _hak_slab_rearm(hak_slab_t* s, hak_heap_t* owner /* NULL: abandoned */) {
-  atomic_fetch_or_explicit(&hak_segment_of(s)->xremote, (uint64_t)1 << hak_slab_index(s), memory_order_relaxed);
+  size_t idx = hak_slab_index(s);
+  atomic_fetch_or_explicit(&hak_segment_of(s)->xremote[idx >> 6], (uint64_t)1 << (idx & 63), memory_order_relaxed);
   if (owner != NULL) hak_store_relaxed(&owner->xremote_hint, 1);
   else hak_store_relaxed(&_hak_abandoned_hint, 1);
 }
@@ -25,11 +26,17 @@ static void stat_reclaimed(const hak_slab_t* s) {
 }
 
 /* Take the remote-free bits of the slabs `mask` of seg (the segment's other
- * bits are other heaps' slabs', or abandoned ones): those set, now cleared. */
-uint64_t _hak_seg_take_remote(hak_segment_t* seg, uint64_t mask) {
-  uint64_t bits = hak_load_relaxed(&seg->xremote) & mask;
-  if (bits != 0) atomic_fetch_and_explicit(&seg->xremote, ~bits, memory_order_acquire);
-  return bits;
+ * bits are other heaps' slabs', or abandoned ones): *taken, those set, now
+ * cleared; false when none was. */
+bool _hak_seg_take_remote(hak_segment_t* seg, const hak_pset_t* mask, hak_pset_t* taken) {
+  uint64_t any = 0;
+  for (size_t k = 0; k < HAK_PSET_WORDS; k++) {
+    uint64_t bits = mask->w[k] ? hak_load_relaxed(&seg->xremote[k]) & mask->w[k] : 0;
+    if (bits != 0) atomic_fetch_and_explicit(&seg->xremote[k], ~bits, memory_order_acquire);
+    taken->w[k] = bits;
+    any |= bits;
+  }
+  return any != 0;
 }
 
 /* The owner takes the slabs that got remote frees (segment bits, raised with
@@ -44,9 +51,10 @@ void _hak_heap_collect_remote(hak_heap_t* h) {
   for (hak_member_t *m = h->members, *mnext; m != NULL; m = mnext) {
     mnext = m->next;   /* m goes when its last slab is released below (and its segment may) */
     hak_segment_t* seg = hak_segment_of(m);
-    for (uint64_t bits = _hak_seg_take_remote(seg, m->mask); bits != 0;) {
-      hak_slab_t* s = &seg->slabs[__builtin_ctzll(bits)];
-      bits &= bits - 1;
+    hak_pset_t bits;
+    if (!_hak_seg_take_remote(seg, &m->mask, &bits)) continue;
+    for (size_t i = hak_pset_next(&bits, 0); i < HAK_PAGES_PER_SEG; i = hak_pset_next(&bits, i + 1)) {
+      hak_slab_t* s = hak_slab_at(seg, i);
       uintptr_t xo = hak_load_relaxed(&s->xowner);
       hak_assert_cmp(xo & ~HAK_OWNER_FLAGS, ==, (uintptr_t)h);
       if (xo & HAK_OWNER_MESHED) {
@@ -82,12 +90,12 @@ void _hak_heap_collect_remote(hak_heap_t* h) {
  * owns them): collect their remote frees; the slabs those emptied, whose
  * pages the caller gives back, so memory of exited threads follows the
  * frees even when no thread adopts it. */
-uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask) {
-  uint64_t emptied = 0;
-  for (uint64_t bits = _hak_seg_take_remote(seg, mask); bits != 0;) {
-    size_t idx = (size_t)__builtin_ctzll(bits);
-    hak_slab_t* s = &seg->slabs[idx];
-    bits &= bits - 1;
+void _hak_abandoned_collect(hak_segment_t* seg, const hak_pset_t* mask, hak_pset_t* emptied) {
+  hak_pset_t bits;
+  memset(emptied, 0, sizeof *emptied);
+  if (!_hak_seg_take_remote(seg, mask, &bits)) return;
+  for (size_t idx = hak_pset_next(&bits, 0); idx < HAK_PAGES_PER_SEG; idx = hak_pset_next(&bits, idx + 1)) {
+    hak_slab_t* s = hak_slab_at(seg, idx);
     if (hak_load_relaxed(&s->xowner) != HAK_OWNER_ABANDONED) continue;
     if (!_hak_slab_collect(s)) {
       _hak_slab_look_again(s, NULL);
@@ -95,9 +103,8 @@ uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask) {
     }
     if (!hak_slab_is_empty(s)) continue;
     stat_reclaimed(s);
-    emptied |= (uint64_t)1 << idx;
+    hak_pset_add(emptied, idx);
   }
-  return emptied;
 }
 /* The first remote free into a slab since its owner collected it: set the
  * slab's bit in its segment, then raise the owner's hint (both seq_cst: the
@@ -107,9 +114,11 @@ uint64_t _hak_abandoned_collect(hak_segment_t* seg, uint64_t mask) {
  * every slab anyway. */
 static void remote_notify(hak_slab_t* s) {
   hak_segment_t* seg = hak_segment_of(s);
-  uint64_t bit = (uint64_t)1 << hak_slab_index(s);
-  if (hak_load_relaxed(&seg->xremote) & bit) return;   /* set and not yet taken: its setter raises the hint */
-  atomic_fetch_or_explicit(&seg->xremote, bit, memory_order_seq_cst);
+  size_t idx = hak_slab_index(s);
+  _Atomic(uint64_t)* word = &seg->xremote[idx >> 6];
+  uint64_t bit = (uint64_t)1 << (idx & 63);
+  if (hak_load_relaxed(word) & bit) return;   /* set and not yet taken: its setter raises the hint */
+  atomic_fetch_or_explicit(word, bit, memory_order_seq_cst);
   uintptr_t xo = atomic_load_explicit(&s->xowner, memory_order_seq_cst);
   hak_heap_t* owner = (hak_heap_t*)(xo & ~HAK_OWNER_FLAGS);   /* heaps are 64-byte aligned */
   if (owner != NULL) {

@@ -37,15 +37,14 @@
 
 #include <sys/mman.h>
 
-#define SCAV_MAX_BLOCKS (HAK_PAGE_SIZE / 16)   /* the most blocks a slab holds (16-byte blocks, one page) */
+#define SCAV_MAX_BLOCKS ((64 << 10) / 16)   /* the most blocks a slab holds (16-byte blocks, 64 KiB: slab.c) */
 
 _Atomic(uint64_t) _hak_stat_scav_passes, _hak_stat_scav_pages, _hak_stat_scav_readmitted;
 _Atomic(size_t) _hak_stat_scav_dropped;   /* pages given back and not taken back yet */
 
-#define OS_PER_PAGE (HAK_PAGE_SIZE / HAK_OS_PAGE)   /* 16 */
-hak_inline bool dropped(const hak_segment_t* seg, size_t idx, size_t j) {
-  return (seg->scav.drop[idx + j / OS_PER_PAGE] >> (j % OS_PER_PAGE)) & 1;
-}
+#define OS_PER_PAGE (HAK_PAGE_SIZE / HAK_OS_PAGE)   /* 1 */
+_Static_assert(OS_PER_PAGE == 1, "a slab's pages are OS pages");
+hak_inline bool dropped(const hak_segment_t* seg, size_t idx, size_t j) { return hak_pset_has_atomic(&seg->scav.drop, idx + j); }
 
 /* Does block b of s (an owned slab) overlap a page given back? */
 hak_inline bool block_dropped(const hak_segment_t* seg, size_t idx, size_t lo, uint32_t bsize) {
@@ -56,7 +55,7 @@ hak_inline bool block_dropped(const hak_segment_t* seg, size_t idx, size_t lo, u
 bool _hak_scavenge_is_phantom(const hak_slab_t* s, const void* b) {
   const hak_segment_t* seg = hak_segment_of(s);
   size_t idx = hak_slab_index(s);
-  return seg->scav.nphantom[idx] != 0 && block_dropped(seg, idx, (size_t)((const uint8_t*)b - hak_slab_start(s)), s->bsize);
+  return seg->nphantom[hak_slot_of(idx)] != 0 && block_dropped(seg, idx, (size_t)((const uint8_t*)b - hak_slab_start(s)), s->bsize);
 }
 
 /* The free blocks of s (its free list, after its remote frees) in map;
@@ -140,8 +139,7 @@ static size_t give_back(hak_slab_t* s, const uint64_t* newdrop) {
     }
     size_t k = j;
     while (k < nos && ((newdrop[k / 64] >> (k % 64)) & 1)) {
-      __atomic_store_n(&seg->scav.drop[idx + k / OS_PER_PAGE],
-                       (uint16_t)(seg->scav.drop[idx + k / OS_PER_PAGE] | (1u << (k % OS_PER_PAGE))), __ATOMIC_RELAXED);
+      hak_pset_add_atomic(&seg->scav.drop, idx + k);
       k++;
     }
     /* an advised half of the segment is advised no more, or khugepaged
@@ -167,7 +165,7 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
   uint64_t newdrop[NEWDROP_WORDS] = {0};
   if (!free_pages(s, map, newdrop)) return 0;
   uint32_t phantoms = relink_free(s, map, nb, newdrop);
-  __atomic_store_n(&seg->scav.nphantom[idx], (uint16_t)(seg->scav.nphantom[idx] + phantoms), __ATOMIC_RELAXED);
+  __atomic_store_n(&seg->nphantom[hak_slot_of(idx)], (uint16_t)(seg->nphantom[hak_slot_of(idx)] + phantoms), __ATOMIC_RELAXED);
   return give_back(s, newdrop);
 }
 
@@ -175,10 +173,11 @@ static size_t scavenge_slab(hak_slab_t* s, uint64_t* map) {
 static size_t drop_clear(hak_segment_t* seg, size_t idx, unsigned npages) {
   size_t pages = 0;
   for (unsigned k = 0; k < npages; k++) {
-    pages += (size_t)hak_popcount64(seg->scav.drop[idx + k]);
-    __atomic_store_n(&seg->scav.drop[idx + k], 0, __ATOMIC_RELAXED);
+    if (!hak_pset_has_atomic(&seg->scav.drop, idx + k)) continue;
+    pages++;
+    hak_pset_del_atomic(&seg->scav.drop, idx + k);
   }
-  __atomic_store_n(&seg->scav.nphantom[idx], 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&seg->nphantom[hak_slot_of(idx)], 0, __ATOMIC_RELAXED);
   if (pages) atomic_fetch_sub_explicit(&_hak_stat_scav_dropped, pages, memory_order_relaxed);
   return pages;
 }

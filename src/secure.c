@@ -428,7 +428,7 @@ void* _hak_secure_memcpy(void* d, const void* s, size_t n) {
  * released, measured 2026-11-24). */
 void _hak_secure_segment_guards(hak_segment_t* seg) {
   if (!hak_opt(SECURE_GUARD_PAGES)) return;   /* the user's choice: huge pages over guards */
-  size_t from = HAK_PAGE_SIZE - HAK_OS_PAGE;
+  size_t from = HAK_HDR_PAGES * HAK_PAGE_SIZE;
   _hak_os_protect((uint8_t*)seg + from, HAK_SEG_SIZE - from, PROT_NONE);
 }
 bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) {
@@ -450,7 +450,8 @@ bool _hak_secure_slab_pages(hak_segment_t* seg, size_t idx, size_t npages) {
  * pages are dropped instead of filled (below). */
 #if HAK_SECURE
 #define LARGE_CANARY 32
-_Static_assert(sizeof(hak_segment_t) <= HAK_LARGE_HDR - LARGE_CANARY, "the canary below a large block is slack");
+_Static_assert(offsetof(hak_segment_t, pmap) <= HAK_LARGE_HDR - LARGE_CANARY,
+               "the canary below a large block is slack");
 
 void _hak_secure_large_alloc(hak_segment_t* seg) {
   seg->sec.array = 0;

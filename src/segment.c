@@ -1,5 +1,5 @@
 /* SuperSlabs (segments): 4 MiB-aligned OS reservations.  A small segment is
- * carved into 64 KiB slab pages, which the page pool (pool.c) lends to any
+ * carved into 4 KiB pages, which the page pool (pool.c) lends to any
  * heap; a large segment holds one large block.  Alignment makes pointer ->
  * segment a mask, and the segment map makes "is this ours?" one byte test.
  * Empty segments go to a small cache. */
@@ -59,10 +59,11 @@ hak_warm hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, ha
   }
   /* A fresh mapping is zero: every slab descriptor reads HAK_OWNER_UNUSED.
    * A cached segment had every slab released, which zeroes descriptors too. */
-  if (kind == HAK_SEG_LARGE) seg->age.dirty = 0;   /* small: cached pages keep their state */
+  if (kind == HAK_SEG_LARGE) memset(&seg->age.dirty, 0, sizeof seg->age.dirty);   /* small: cached pages keep their state */
   seg->kind = kind;
   seg->used_pages = 0;
-  seg->pool.free_pages = kind == HAK_SEG_SMALL ? HAK_SMALL_FREE_PAGES : 0;
+  if (kind == HAK_SEG_SMALL) seg->pool.free_pages = hak_small_free_pages();
+  else memset(&seg->pool.free_pages, 0, sizeof seg->pool.free_pages);
   seg->next = seg->prev = NULL;
   seg->map_size = map_size;
   seg->large.off = large_off;
@@ -73,9 +74,8 @@ hak_warm hak_segment_t* _hak_segment_alloc(size_t map_size, size_t large_off, ha
 /* Unmap a segment (small or large) and forget it: segment map, counts, and
  * the empty memory it still held. */
 void _hak_segment_unmap(hak_segment_t* seg) {
-  if (seg->age.dirty)
-    atomic_fetch_sub_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(seg->age.dirty) << HAK_PAGE_SHIFT,
-                              memory_order_relaxed);
+  size_t dirty = hak_pset_count(&seg->age.dirty);
+  if (dirty) atomic_fetch_sub_explicit(&_hak_retained_bytes, dirty << HAK_PAGE_SHIFT, memory_order_relaxed);
   _hak_segmap_set(seg, false);
   atomic_fetch_sub_explicit(&_hak_seg_count, 1, memory_order_relaxed);
   if (seg->kind == HAK_SEG_SMALL) atomic_fetch_sub_explicit(&_hak_seg_small, 1, memory_order_relaxed);
@@ -119,7 +119,7 @@ hak_warm void _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms) {
   if (hak_load_relaxed(&_hak_seg_cached) == 0) return;
   hak_lock(&seg_lock);
   for (hak_segment_t* seg = seg_cache; seg; seg = seg->next)
-    if (seg->age.dirty && now_ms - seg->age.since >= delay_ms) _hak_segment_decommit_free_pages(seg);
+    if (!hak_pset_empty(&seg->age.dirty) && now_ms - seg->age.since >= delay_ms) _hak_segment_decommit_free_pages(seg);
   hak_unlock(&seg_lock);
 }
 
@@ -132,14 +132,15 @@ void _hak_segments_prewarm(size_t bytes) {
     if (seg == NULL) return;
     _hak_segmap_set(seg, true);
     atomic_fetch_add_explicit(&_hak_seg_small, 1, memory_order_relaxed);
-    for (size_t off = HAK_PAGE_SIZE; off < HAK_SEG_SIZE - (HAK_SECURE ? HAK_PAGE_SIZE : 0); off += HAK_OS_PAGE) ((volatile uint8_t*)seg)[off] = 0;
+    for (size_t off = HAK_HDR_PAGES * HAK_PAGE_SIZE; off < HAK_SEG_SIZE - (HAK_SECURE ? HAK_PAGE_SIZE : 0); off += HAK_OS_PAGE)
+      ((volatile uint8_t*)seg)[off] = 0;
     seg->kind = HAK_SEG_SMALL;
     seg->map_size = HAK_SEG_SIZE;
     if (HAK_SECURE) _hak_secure_segment_guards(seg);
-    seg->pool.free_pages = HAK_SMALL_FREE_PAGES;
+    seg->pool.free_pages = hak_small_free_pages();
     seg->age.dirty = seg->pool.free_pages;
     seg->age.since = _hak_clock_ms();
-    atomic_fetch_add_explicit(&_hak_retained_bytes, (size_t)hak_popcount64(seg->age.dirty) << HAK_PAGE_SHIFT, memory_order_relaxed);
+    atomic_fetch_add_explicit(&_hak_retained_bytes, hak_pset_count(&seg->age.dirty) << HAK_PAGE_SHIFT, memory_order_relaxed);
     seg_cache_push(seg);
   }
 }

@@ -18,20 +18,26 @@ const uint32_t _hak_class_size[HAK_NCLASSES] = {
     3072, 3584, 4096, 4352, 4608, 5120, 6144, 7168, 8192, 8704, 10240,
     12288, 14336, 16384, 17408, 20480, 24576, 28672, 32768, 34816, 40960,
     49152, 57344, 65536, 69632, 81920, 98304, 114688, 131072};
-/* Pages per slab: the fewest that hold at least 4 blocks and leave at most
- * 1/16 of the slab over (a 7-page slab holds 4 blocks of 112 KiB exactly).
- * Until 2026-11-25 a slab held at least 8 blocks, in 1, 2, 4, 8 or 16 pages:
- * a thread that takes one 100 KiB block took a 1 MiB slab, and threads that
- * come and go each left such slabs partly used (churn_tasks: 42 MB peak RSS
- * against glibc's 34; now 33.5).  The secure build keeps 8 blocks: block 0
+/* Pages (4 KiB) per slab: whole windows (64 KiB, internal.h), the fewest
+ * that hold at least 4 blocks and leave at most 1/16 of the slab over (7
+ * windows hold 4 blocks of 112 KiB exactly).  A class in use costs the pages
+ * its blocks touched (carving is lazy), whatever its slab's size.  Measured
+ * 2026-11-28 against page-exact slabs (the fewest 4 KiB pages, with 4 KiB
+ * or 64 KiB at least): a program that frees at random over many full slabs
+ * (alloc-test's pattern, tests/test-lists.c) takes the refill path for 21 %
+ * of its mallocs with 64 KiB slabs, 36 % with 32 KiB, 53 % with 16 KiB and
+ * 73 % with one page (1.22x and 2.7x the instructions with 32 KiB and one
+ * page), until threads cache blocks rather than slabs; and slabs of odd
+ * page counts broke the runs window-sized slabs need (random sizes to 512
+ * KiB: 1.15x the resident pages).  The secure build keeps 8 blocks: block 0
  * of its slabs is never handed out (an underflow check needs a block below). */
-const uint8_t _hak_class_pages[HAK_NCLASSES] = {
+const uint16_t _hak_class_pages[HAK_NCLASSES] = {
 #if HAK_SECURE
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 4, 4, 4, 4, 4, 8, 8, 8, 8, 8, 16, 16, 16, 16, 16};
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 32, 32, 32, 32, 32, 64, 64, 64, 64, 64, 128, 128, 128, 128, 128, 256, 256, 256, 256, 256};
 #else
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 2, 1, 3, 2, 2, 4, 2, 5, 4, 3, 7, 4, 9, 5, 6, 7, 8};
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 32, 16, 16, 32, 16, 48, 32, 32, 64, 32, 80, 64, 48, 112, 64, 144, 80, 96, 112, 128};
 #endif
 const uint8_t _hak_class_small[HAK_SMALL_FAST_MAX / 16 + 1] = {
     HAK_SECURE, HAK_SECURE, /* 0..32 (secure: no 16-byte class) */
@@ -158,7 +164,7 @@ static bool slab_extend(hak_slab_t* s) {
  * blocks carved.  Each check asserts with its values; true when all held. */
 static bool slab_is_valid(hak_slab_t* s) {
   uintptr_t xo = hak_load_relaxed(&s->xowner);
-  if (xo & HAK_OWNER_MESHED || (__atomic_load_n(&hak_segment_of(s)->mesh.pages, __ATOMIC_RELAXED) >> hak_slab_index(s) & 1))
+  if (xo & HAK_OWNER_MESHED || hak_pset_has_atomic(&hak_segment_of(s)->mesh.pages, hak_slab_index(s)))
     return true;   /* (compaction's aliases share pages: mesh.c checks its own) */
   hak_assert_cmp(s->bsize, !=, 0);
   hak_assert_cmp(s->npages, !=, 0);
@@ -184,7 +190,7 @@ hak_warm bool _hak_slab_refill(hak_slab_t* s) {
   if (s->free) return true;
   if (slab_extend(s)) return true;
   /* blocks on pages scavenging gave back */
-  return !HAK_SECURE && hak_segment_of(s)->scav.nphantom[hak_slab_index(s)] != 0 && _hak_scavenge_readmit(s);
+  return !HAK_SECURE && hak_segment_of(s)->nphantom[hak_slot_of(hak_slab_index(s))] != 0 && _hak_scavenge_readmit(s);
 }
 
 static void slab_set_full(hak_heap_t* h, hak_slab_t* s) {
@@ -218,7 +224,7 @@ hak_warm void _hak_slab_mark_full(hak_heap_t* h, hak_slab_t* s) {
 }
 
 hak_warm void _hak_slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size_t cls) {
-  hak_slab_t* s = &seg->slabs[idx];
+  hak_slab_t* s = hak_slab_at(seg, idx);
   hak_assert(hak_segmap_contains(seg));   /* the segment map knows every segment a slab is made in */
   hak_assert_cmp(seg->kind, ==, HAK_SEG_SMALL);
   hak_assert_cmp(idx + _hak_class_pages[cls], <=, HAK_PAGES_PER_SEG);
@@ -231,39 +237,30 @@ hak_warm void _hak_slab_init(hak_heap_t* h, hak_segment_t* seg, size_t idx, size
   s->recip = hak_slab_recip(bsize);
   s->carved = 0;
   __atomic_store_n(&s->cls, (uint8_t)cls, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->npages, (uint8_t)npages, __ATOMIC_RELAXED);
-  s->head_off = 0;
+  __atomic_store_n(&s->npages, (uint16_t)npages, __ATOMIC_RELAXED);
   hak_store_relaxed(&s->xthread_free, 0);
   s->next = s->prev = NULL;
-  for (unsigned i = 1; i < npages; i++) {
-    seg->slabs[idx + i].head_off = (uint8_t)i;
-    hak_store_relaxed(&seg->slabs[idx + i].xowner, HAK_OWNER_TAIL);
-  }
+  hak_assert_cmp(hak_pmap_head(seg, idx + npages - 1), ==, idx);   /* (the pool mapped its pages: pool_claim) */
   hak_store_release(&s->xowner, (uintptr_t)h);
 }
 
-/* An empty slab's descriptors are cleared before its pages go back to the
- * pool (compaction and scavenging forget it first). */
+/* An empty slab's descriptor is cleared before its pages go back to the
+ * pool, which unmaps them (compaction and scavenging forget it first). */
 hak_warm void _hak_slab_clear(hak_slab_t* s) {
   hak_segment_t* seg = hak_segment_of(s);
   size_t idx = hak_slab_index(s);
-  unsigned n = s->npages;
-  hak_assert_cmp(n, >=, 1);
-  hak_assert_cmp(idx + n, <=, HAK_PAGES_PER_SEG);
-  hak_assert_cmp(s->head_off, ==, 0);   /* (mesh.c releases aliases and roots with phantoms counted in used) */
-  if (__atomic_load_n(&seg->mesh.pages, __ATOMIC_RELAXED) & ((uint64_t)1 << idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
-  if (seg->scav.nphantom[idx] != 0) _hak_scavenge_forget(s);
-  for (unsigned i = 0; i < n; i++) {
-    hak_slab_t* t = &seg->slabs[idx + i];
-    hak_store_relaxed(&t->xowner, HAK_OWNER_UNUSED);
-    t->free = NULL;
-    t->carved = 0;
-    t->head_off = 0;
-    __atomic_store_n(&t->used, 0, __ATOMIC_RELAXED);   /* (read by the figures walk: stats.c) */
-    __atomic_store_n(&t->bsize, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&t->npages, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&t->cls, 0, __ATOMIC_RELAXED);
-  }
+  hak_assert_cmp(s->npages, >=, 1);
+  hak_assert_cmp(idx + s->npages, <=, HAK_PAGES_PER_SEG);
+  hak_assert_cmp(hak_pmap_head(seg, idx), ==, idx);
+  if (hak_pset_has_atomic(&seg->mesh.pages, idx)) _hak_mesh_page_freed(seg, idx);   /* back to private memory */
+  if (seg->nphantom[hak_slot_of(idx)] != 0) _hak_scavenge_forget(s);
+  hak_store_relaxed(&s->xowner, HAK_OWNER_UNUSED);
+  s->free = NULL;
+  s->carved = 0;
+  __atomic_store_n(&s->used, 0, __ATOMIC_RELAXED);   /* (read by the figures walk: stats.c) */
+  __atomic_store_n(&s->bsize, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->npages, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->cls, 0, __ATOMIC_RELAXED);
 }
 
 /* Return an empty slab's pages to the pool (the segment to the cache or the

@@ -87,7 +87,7 @@ hak_inline hak_block_t* hak_slab_pop(hak_heap_cls_t* e, hak_slab_t* s, hak_block
 /* used == 0: no block out, unless a block scavenging took off the free list
  * was freed again (_hak_scavenge_verify: reported, counted back) */
 hak_inline bool hak_slab_is_empty(hak_slab_t* s) {
-  return s->used == 0 && (HAK_SECURE || hak_segment_of(s)->scav.nphantom[hak_slab_index(s)] == 0 || _hak_scavenge_verify(s));
+  return s->used == 0 && (HAK_SECURE || hak_segment_of(s)->nphantom[hak_slot_of(hak_slab_index(s))] == 0 || _hak_scavenge_verify(s));
 }
 
 #endif /* HAK_SLAB_H */

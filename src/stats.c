@@ -105,7 +105,7 @@ static void report_pages(hak_sbuf_t* sb) {
   _hak_pool_stats(&psegs, &pfree, &pres);
   /* where small pages are: in slabs (the heaps'), free in the shared pool
    * (resident, or returned to the OS but still mapped) */
-  _hak_sb_add(sb, "pages: in_slabs=%zu pool_free=%zu pool_resident=%zu pool_returned=%zu pool_segments=%zu (64 KiB pages) "
+  _hak_sb_add(sb, "pages: in_slabs=%zu pool_free=%zu pool_resident=%zu pool_returned=%zu pool_segments=%zu (4 KiB pages) "
          "surplus_returned=%llu background=%d\n",
          (size_t)hak_load_relaxed(&_hak_stat_slab_pages), pfree, pres, pfree - pres, psegs,
          (unsigned long long)hak_load_relaxed(&_hak_stat_pool_surplus), (int)_hak_background_running());
@@ -250,9 +250,8 @@ static void figure_slab(hak_slab_t* s, void* arg) {
    * and those pages, which serve no block until the slab takes them back */
   size_t phantoms = 0, dropped = 0;
   if (!HAK_SECURE) {
-    phantoms = __atomic_load_n(&seg->scav.nphantom[idx], __ATOMIC_RELAXED);
-    for (size_t i = 0; i < npages && idx + i < HAK_PAGES_PER_SEG; i++)
-      dropped += (size_t)hak_popcount64(__atomic_load_n(&seg->scav.drop[idx + i], __ATOMIC_RELAXED));
+    phantoms = __atomic_load_n(&seg->nphantom[hak_slot_of(idx)], __ATOMIC_RELAXED);
+    for (size_t i = idx; i < idx + npages && i < HAK_PAGES_PER_SEG; i++) dropped += hak_pset_has_atomic(&seg->scav.drop, i);
   }
   hak_class_figures_t* c = &f->cls[cls];
   c->live_blocks += live;
@@ -305,7 +304,7 @@ void _hak_figures(hak_figures_t* f) {
    * batch, secure quarantine), and live large blocks' headroom */
   size_t large_used = f->large_allocated + f->large_live * HAK_LARGE_HDR;
   f->retained = (f->pool_free_pages << HAK_PAGE_SHIFT) +
-                f->cached_segments * ((size_t)hak_popcount64(HAK_SMALL_FREE_PAGES) << HAK_PAGE_SHIFT) +
+                f->cached_segments * ((size_t)HAK_SMALL_SLAB_PAGES << HAK_PAGE_SHIFT) +
                 (slab_bytes - f->small_active) + f->bigcache_mapped + f->batch_mapped + f->quarantine_mapped +
                 (f->large_mapped > large_used ? f->large_mapped - large_used : 0);
   f->retained_resident = hak_load_relaxed(&_hak_retained_bytes) + f->bigcache_resident + f->quarantine_mapped;

@@ -196,16 +196,10 @@ hak_warm void _hak_thp_fresh(hak_segment_t* seg, size_t map_size, hak_seg_kind_t
  * the decommitted pages back in. */
 void _hak_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n) {
   for (unsigned half = 0; half < 2; half++) {
-    unsigned first = half * 32, last = first + 32;
+    unsigned first = half * (HAK_PAGES_PER_SEG / 2), last = first + HAK_PAGES_PER_SEG / 2;
     if ((seg->thp & (1u << half)) && lo < last && lo + n > first) {
       thp_advise((uint8_t*)seg + (size_t)half * THP_HALF, THP_HALF, false);
       seg->thp &= (uint8_t) ~(1u << half);
-      /* page 0 past the header: never used, but committed with the huge
-       * page (56 KiB a segment); given back with the advice */
-      if (half == 0) {
-        size_t hdr = hak_align_up(sizeof(hak_segment_t), HAK_OS_PAGE);
-        _hak_os_advise((uint8_t*)seg + hdr, HAK_PAGE_SIZE - hdr, MADV_DONTNEED);
-      }
     }
   }
 }

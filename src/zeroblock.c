@@ -10,10 +10,10 @@
 #include <sys/mman.h>
 
 #if HAK_SECURE
-#define ZERO_FIRST  HAK_PAGE_SIZE                          /* slots start after the header page */
+#define ZERO_FIRST  ((size_t)128 << 10)                    /* slots start after the header and the bitmap */
 #define ZERO_SLOTS  ((HAK_SEG_SIZE - ZERO_FIRST) / 16)
 #define ZERO_BITMAP ((sizeof(hak_segment_t) + 63) & ~(size_t)63)   /* offset of the bitmap in the header */
-_Static_assert(ZERO_BITMAP + ZERO_SLOTS / 8 <= HAK_PAGE_SIZE, "the bitmap fits the header page");
+_Static_assert(ZERO_BITMAP + ZERO_SLOTS / 8 <= ZERO_FIRST, "the bitmap fits the header");
 
 static pthread_mutex_t zero_lock = PTHREAD_MUTEX_INITIALIZER;
 static hak_segment_t* zero_seg;   /* the segment slots come from */

@@ -121,9 +121,9 @@ int main(int argc, char** argv) {
   printf("test-borrow: %zu blocks of 40 B, %zu freed at random, then %zu of 28 B: slab pages %llu -> %llu, "
          "lent blocks %llu\n", n, freed, k, p0, p1, b1 - b0);
   /* without lending, the 28-byte blocks take k*32 bytes of new slabs: about
-   * 68 pages of 64 KiB for 140,000 of them (measured: 14 with lending, as a
-   * slab lends until it is 7/8 used, 68 without) */
-  unsigned long long fresh = (unsigned long long)(k * 32 / 65536);
+   * 1,090 pages of 4 KiB for 140,000 of them (measured: 208 with lending, as
+   * a slab lends until it is 7/8 used) */
+  unsigned long long fresh = (unsigned long long)(k * 32 / 4096);
   if (lend) {
     EXPECT(p1 - p0 <= fresh / 4, "the refill took %llu new slab pages (without reuse: about %llu)", p1 - p0, fresh);
     EXPECT(b1 - b0 >= k / 2, "only %llu of %zu new blocks went into the holes", b1 - b0, k);

@@ -60,12 +60,12 @@ static void check_order(const char* when) {
   CHECKF(ma >= re, "%s: mapped %zu < resident %zu", when, ma, re);
   CHECKF(ma == ac + rt + md, "%s: mapped %zu != active %zu + retained %zu + metadata %zu", when, ma, ac, rt, md);
   CHECKF(rr <= rt, "%s: retained_resident %zu > retained %zu", when, rr, rt);
-  /* metadata is what the other figures leave: headers (a 64 KiB page per
+  /* metadata is what the other figures leave: headers (five 4 KiB pages per
    * segment, 8 KiB per large block), heaps and tables.  More would mean a
    * figure misses memory, less that one counts some twice. */
   size_t bound = segs * 64 * HT_KiB + large * 8 * HT_KiB + 4 * HT_MiB;
   CHECKF(md <= bound, "%s: metadata %zu above %zu (%zu segments, %zu large blocks)", when, md, bound, segs, large);
-  CHECKF(md >= segs * 64 * HT_KiB + large * 8 * HT_KiB, "%s: metadata %zu below the headers of %zu segments and %zu large blocks",
+  CHECKF(md >= segs * 20 * HT_KiB + large * 8 * HT_KiB, "%s: metadata %zu below the headers of %zu segments and %zu large blocks",
          when, md, segs, large);
 }
 

@@ -11,7 +11,10 @@
  * remote-free list word (remote.c, _hak_remote_push): pushing keeps the tag, puts
  * the block first and counts it, up to the most blocks a slab holds.  And
  * the OS module's clocks (read through the vDSO's entry where the process
- * has a vDSO: os.c) and page size agree with libc's. */
+ * has a vDSO: os.c) and page size agree with libc's.  And the page sets
+ * (internal.h) against a plain array under random runs added and removed,
+ * with the pool's choice of a run (coalescing: a run freed between two free
+ * runs is one run with both; whole windows start on a window). */
 #include "../src/internal.h"
 #include "hak_test.h"
 #include <sys/auxv.h>
@@ -53,7 +56,7 @@ static void check_class(size_t cls) {
  * most 1/16 of itself over. */
 static bool slab_fits(size_t d, size_t pages) {
   size_t slab = pages << HAK_PAGE_SHIFT;
-  return slab / d >= 4 && (slab % d) * 16 <= slab;
+  return pages % 16 == 0 && slab / d >= 4 && (slab % d) * 16 <= slab;   /* whole 64 KiB windows */
 }
 
 static void check_lookup(void) {
@@ -140,12 +143,83 @@ static void check_clocks(void) {
   CHECKF(_hak_os_page_size() == (size_t)sysconf(_SC_PAGESIZE), "page size %zu", _hak_os_page_size());
 }
 
+/* ---- page sets against a model ---- */
+static bool model[HAK_PAGES_PER_SEG];
+static size_t model_run_end(size_t i) {   /* the first page at or after i not in the model */
+  while (i < HAK_PAGES_PER_SEG && model[i]) i++;
+  return i;
+}
+static void check_pset_against(const hak_pset_t* s, ht_rng_t* rng) {
+  size_t n = 0;
+  for (size_t i = 0; i < HAK_PAGES_PER_SEG; i++) n += model[i];
+  CHECKF(hak_pset_count(s) == n, "count %zu, model %zu", hak_pset_count(s), n);
+  CHECKF(hak_pset_empty(s) == (n == 0), "empty");
+  for (int k = 0; k < 8; k++) {
+    size_t i = (size_t)ht_below(rng, HAK_PAGES_PER_SEG), len = (size_t)ht_below(rng, HAK_PAGES_PER_SEG - i) + 1, c = 0;
+    for (size_t j = i; j < i + len; j++) c += model[j];
+    CHECKF(hak_pset_count_run(s, i, len) == c, "count of [%zu, +%zu): %zu, model %zu", i, len, hak_pset_count_run(s, i, len), c);
+    CHECKF(hak_pset_all_run(s, i, len) == (c == len), "all of [%zu, +%zu)", i, len);
+    size_t nx = i, pv = i, gap = model_run_end(i);
+    while (nx < HAK_PAGES_PER_SEG && !model[nx]) nx++;
+    while (pv != SIZE_MAX && !model[pv]) pv = pv ? pv - 1 : SIZE_MAX;
+    CHECKF(hak_pset_next(s, i) == nx, "next from %zu: %zu, model %zu", i, hak_pset_next(s, i), nx);
+    CHECKF(hak_pset_prev(s, i) == pv, "prev from %zu", i);
+    CHECKF(hak_pset_next_gap(s, i) == gap, "gap from %zu: %zu, model %zu", i, hak_pset_next_gap(s, i), gap);
+    CHECKF(hak_pset_has(s, i) == model[i], "has %zu", i);
+  }
+}
+/* The pool's choice of a run for n pages, by the model: first fit from the
+ * bottom (or the highest with top), on a window when n is whole windows. */
+static size_t model_find_run(unsigned n, bool top) {
+  size_t step = n % 16 == 0 ? 16 : 1, found = HAK_PAGES_PER_SEG;
+  for (size_t a = 0; a + n <= HAK_PAGES_PER_SEG; a += step) {
+    bool all = true;
+    for (size_t j = a; j < a + n && all; j++) all = model[j];
+    if (all) {
+      if (!top) return a;
+      found = a;
+    }
+  }
+  return found;
+}
+static void check_psets(void) {
+  ht_rng_t rng = {7};
+  hak_pset_t s = {{0}};
+  memset(model, 0, sizeof model);
+  for (int op = 0; op < 4000; op++) {
+    size_t lo = (size_t)ht_below(&rng, HAK_PAGES_PER_SEG), n = (size_t)ht_below(&rng, 64) + 1;
+    if (lo + n > HAK_PAGES_PER_SEG) n = HAK_PAGES_PER_SEG - lo;
+    bool add = ht_below(&rng, 2) == 0;
+    if (add) hak_pset_add_run(&s, lo, n);
+    else hak_pset_del_run(&s, lo, n);
+    for (size_t j = lo; j < lo + n; j++) model[j] = add;
+    check_pset_against(&s, &rng);
+    unsigned want = (unsigned)(ht_below(&rng, 3) == 0 ? 16 * (ht_below(&rng, 4) + 1) : ht_below(&rng, 40) + 1);
+    bool top = ht_below(&rng, 2) == 0;
+    size_t got = _hak_pool_find_run(&s, want, top), exp = model_find_run(want, top);
+    CHECKF(got == exp, "a run of %u pages (top %d): %zu, model %zu", want, top, got, exp);
+    if (ht_failures) return;
+  }
+  /* coalescing: a run freed between two free runs joins both */
+  memset(&s, 0, sizeof s);
+  hak_pset_add_run(&s, 100, 16);
+  hak_pset_add_run(&s, 132, 20);
+  CHECKF(hak_pset_next_gap(&s, 100) == 116, "two runs apart");
+  hak_pset_add_run(&s, 116, 16);
+  CHECKF(hak_pset_next(&s, 0) == 100 && hak_pset_next_gap(&s, 100) == 152, "one run of 52 pages from 100: %zu..%zu",
+         hak_pset_next(&s, 0), hak_pset_next_gap(&s, 100));
+  CHECKF(_hak_pool_find_run(&s, 52, false) == 100, "the merged run serves 52 pages");
+  CHECKF(_hak_pool_find_run(&s, 32, false) == 112, "whole windows start on a window: %zu", _hak_pool_find_run(&s, 32, false));
+  CHECKF(_hak_pool_find_run(&s, 53, false) == HAK_PAGES_PER_SEG, "no run of 53 pages");
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "assert") == 0) return assert_mode();
   ht_begin("carved-block, block-start, bump and index arithmetic, every class; class lookup; remote-list word; clocks");
   check_lookup();
   check_xf_word();
   check_clocks();
+  check_psets();
   for (size_t cls = 0; cls < HAK_NCLASSES; cls++) check_class(cls);
   printf("%ld checks, %ld failed\n", ht_checks, ht_failures);
   return ht_failures ? 1 : 0;

@@ -239,7 +239,7 @@ static void* nc_free(void* arg) {
 }
 static void never_carved(int other_thread) {
   char* p = xmalloc(32);
-  precondition(((uintptr_t)p & 0xFFFF) < 32 * 16, "a fresh 32-byte slab");
+  precondition(((uintptr_t)p & 0xFFF) < 32 * 16, "a fresh 32-byte slab");
   nc_ptr = p + 32 * 1000;
   announce(nc_ptr);
   if (other_thread) {

@@ -745,7 +745,7 @@ static int run_reserve(void) {
   size_t after = ctl_snapshot("stats.small.active");
   printf("  pages in slabs: %zu KiB after the 40 classes, %zu KiB after %llu ms of 256 B blocks\n", before >> 10,
          after >> 10, (unsigned long long)(8 * delay));
-  if (before < ((size_t)30 << 16)) fail("only %zu KiB in slabs after 40 classes: the setup did not work", before >> 10);
+  if (before < ((size_t)16 << 16)) fail("only %zu KiB in slabs after 40 classes: the setup did not work", before >> 10);
   if (after > ((size_t)8 << 16)) fail("%zu KiB still in slabs: the classes left kept their slabs", after >> 10);
   return 0;
 }
