@@ -350,6 +350,43 @@ static void t_steady_calls(void) {
   for (int k = 0; k < WS; k++) free(slot[k]);
 }
 
+/* The page heap (src/pool.c): the pages of one class's slabs, emptied and
+ * given back, serve another class's slabs without an OS call and without
+ * faulting pages in again (they are still resident: the balanced profile,
+ * which the case runs; lean gives them back at once, speed does not track
+ * which free pages are resident). */
+static void t_cross_class(void) {
+  enum { NA = 4096, NB = 960 };   /* 2 MiB of 512-byte blocks (32 slabs), then 1.9 MiB of 2 KiB blocks */
+  static char* a[NA];
+  static char* b[NB];
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < NA; i++) {
+    a[i] = malloc(512);
+    if (a[i] == NULL) { CHECKF(0, "malloc failed"); return; }
+    memset(a[i], 1, 512);
+    if ((uintptr_t)a[i] < lo) lo = (uintptr_t)a[i];
+    if ((uintptr_t)a[i] > hi) hi = (uintptr_t)a[i];
+  }
+  for (int i = 0; i < NA; i++) free(a[i]);
+  size_t calls0 = os_calls();
+  long flt0 = minflt();
+  int inside = 0;
+  for (int i = 0; i < NB; i++) {
+    b[i] = malloc(2000);
+    if (b[i] == NULL) { CHECKF(0, "malloc failed"); return; }
+    memset(b[i], 2, 2000);
+    inside += (uintptr_t)b[i] >= lo && (uintptr_t)b[i] <= hi;
+  }
+  size_t calls = os_calls() - calls0;
+  long flt = minflt() - flt0;
+  printf("cross_class: %d of %d blocks of 2 KiB in the 512-byte class's former pages; %zu OS calls, %ld faults\n", inside, NB,
+         calls, flt);
+  CHECKF(calls == 0, "%zu OS memory calls for pages another class gave back", calls);
+  CHECKF(inside >= NB * 9 / 10, "only %d of %d blocks on the pages the other class gave back", inside, NB);
+  CHECKF(flt < 48, "%ld page faults taking back resident pages (1.9 MiB: 480 pages)", flt);
+  for (int i = 0; i < NB; i++) free(b[i]);
+}
+
 /* THP modes must not break alignment or realloc of big blocks */
 static void t_thp(void) {
   for (size_t n = 1u << 20; n <= (64u << 20); n *= 2) {
@@ -413,6 +450,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(t, "steady_calls")) t_steady_calls();
   else if (!strcmp(t, "thp")) t_thp();
   else if (!strcmp(t, "carve_faults")) t_carve_faults();
+  else if (!strcmp(t, "cross_class")) t_cross_class();
   else if (!strcmp(t, "profile") && argc == 5) t_profile(argv[2], argv[3], atoll(argv[4]));
   else {
     fprintf(stderr, "usage: test-policy SCENARIO\n");
