@@ -9,7 +9,7 @@
 #
 # Each program runs under each allocator (LD_PRELOAD; glibc: libc.so.6 itself,
 # since Debian's redis-server is linked with jemalloc), run k of every
-# allocator before run k+1 of any:
+# allocator before run k+1 of any, in an order that turns by one each run:
 #   redis    redis-server on 127.0.0.1 (a free port, no persistence) under the
 #            allocator; redis-benchmark (glibc) sends SET, GET, INCR, LPUSH,
 #            LPOP, SADD, HSET and MSET, 50,000 requests each from 50 clients;
@@ -285,7 +285,11 @@ fi
 bad=0
 for p in "${PROGS[@]}"; do
   for k in $(seq "$RUNS"); do
-    for a in "${ACTIVE[@]}"; do
+    # the order turns by one each run: in a fixed order the allocator run
+    # second was up to 20 % slower in python and perl whichever it was
+    # (2026-11-28), a place effect the runs must spread over all of them
+    for ((j = 0; j < ${#ACTIVE[@]}; j++)); do
+      a=${ACTIVE[$(((j + k - 1) % ${#ACTIVE[@]}))]}
       # in the background, so that a signal reaches the exit trap at once
       (
         set -E
