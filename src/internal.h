@@ -521,15 +521,15 @@ typedef struct hak_segment_s {
  * any other, an odd one (odd[], through the page map). */
 hak_inline bool hak_window_head(size_t head) { return head % HAK_WINDOW_PAGES == 0; }
 /* The page map's entry of page i: the head page of its slab, and the slab
- * (NULL: none). */
+ * (NULL: none; for i a head page, the slab whose head it is). */
 hak_inline size_t hak_pmap_head(const hak_segment_t* seg, size_t i) {
   return __atomic_load_n(&seg->pmap[i], __ATOMIC_RELAXED) >> 16;
 }
-hak_inline hak_slab_t* hak_pmap_slab(hak_segment_t* seg, size_t i) {
+hak_inline hak_slab_t* hak_slab_at(const hak_segment_t* seg, size_t i) {
   uint32_t off = __atomic_load_n(&seg->pmap[i], __ATOMIC_RELAXED) & 0xFFFF;
-  return off ? (hak_slab_t*)((uint8_t*)seg + off) : NULL;
+  return off ? (hak_slab_t*)((uintptr_t)seg + off) : NULL;
 }
-/* Pages [head, head + n) become a slab's (0 pages: none); its descriptor. */
+/* Pages [head, head + n) become a slab's (clear: no slab's); its descriptor. */
 hak_inline hak_slab_t* hak_pmap_set(hak_segment_t* seg, size_t head, size_t n, bool clear) {
   hak_slab_t* s = hak_window_head(head) ? &seg->slabs[head / HAK_WINDOW_PAGES] : &seg->odd[hak_slot_of(head)];
   _Static_assert(sizeof(hak_segment_t) <= 0xFFFF, "a descriptor's offset fits the page map's entries");
@@ -537,8 +537,6 @@ hak_inline hak_slab_t* hak_pmap_set(hak_segment_t* seg, size_t head, size_t n, b
   for (size_t i = head; i < head + n; i++) __atomic_store_n(&seg->pmap[i], e, __ATOMIC_RELAXED);
   return s;
 }
-/* The descriptor of the slab whose head page is `head` (while it is one). */
-hak_inline hak_slab_t* hak_slab_at(hak_segment_t* seg, size_t head) { return hak_pmap_slab(seg, head); }
 /* The bytes of a large segment's header in use (slabs[] after them stay
  * zero). */
 #define HAK_SEG_LARGE_HDR_USED offsetof(hak_segment_t, slabs)
@@ -586,7 +584,7 @@ hak_inline uint8_t* hak_slab_start(const hak_slab_t* s) {
  * map's head page); NULL when the page is in no slab.  *xo: the slab's
  * owner word. */
 hak_inline hak_slab_t* hak_slab_of(hak_segment_t* seg, const void* p, uintptr_t* xo) {
-  hak_slab_t* s = hak_pmap_slab(seg, ((uintptr_t)p & HAK_SEG_MASK) >> HAK_PAGE_SHIFT);
+  hak_slab_t* s = hak_slab_at(seg, ((uintptr_t)p & HAK_SEG_MASK) >> HAK_PAGE_SHIFT);
   uintptr_t x = s != NULL ? hak_load_acquire(&s->xowner) : HAK_OWNER_UNUSED;
   *xo = x;
   return x == HAK_OWNER_UNUSED ? NULL : s;
@@ -821,9 +819,7 @@ void  _hak_segment_unmap(hak_segment_t* seg);
 /* Slab pages of a fresh small segment: all but the header's and, in secure
  * mode, the last (a guard). */
 #define HAK_SMALL_SLAB_PAGES (HAK_PAGES_PER_SEG - HAK_HDR_PAGES - (HAK_SECURE ? 1 : 0))
-hak_inline hak_pset_t hak_small_free_pages(void) {
-  return hak_pset_run(HAK_HDR_PAGES, HAK_PAGES_PER_SEG - HAK_HDR_PAGES - (HAK_SECURE ? 1 : 0));
-}
+hak_inline hak_pset_t hak_small_free_pages(void) { return hak_pset_run(HAK_HDR_PAGES, HAK_SMALL_SLAB_PAGES); }
 void  _hak_segmap_set(hak_segment_t* seg, bool on);
 void  _hak_segment_cache_trim(size_t keep);
 void  _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms);

@@ -38,7 +38,7 @@ static bool pool_seg_valid(const hak_segment_t* seg) {
   hak_pset_andnot(&slab_pages, &slab_pages, &seg->pool.free_pages);
   if (hak_pset_andnot(&stray, &seen, &slab_pages)) return false;
   for (size_t i = hak_pset_next(&seen, 0); i < HAK_PAGES_PER_SEG; i = hak_pset_next(&seen, i + 1)) {
-    const hak_slab_t* s = hak_slab_at((hak_segment_t*)seg, i);   /* a head page maps to itself, and its slab's pages are used */
+    const hak_slab_t* s = hak_slab_at(seg, i);   /* a head page maps to itself, and its slab's pages are used */
     if (hak_pmap_head(seg, i) != i || hak_slab_index(s) != i || !hak_pset_all_run(&slab_pages, i, s->npages))
       return false;
   }
