@@ -34,9 +34,10 @@ hak_inline void* hak_malloc_inline(size_t n) {
 /* The descriptor of p's window (p in the segment map): segment base +
  * slabs offset + window index * 64, in one and-shift-or chain (the window
  * index sits in bits 16..21 of p), and p's offset in the window.  It is
- * p's slab when that slab's head page starts the window; a window inside a
- * longer slab, or an odd slab's, keeps HAK_OWNER_UNUSED (its frees take the
- * page map, out of line), as a large segment's header does. */
+ * p's slab when that slab's head page starts the window and the slab spans
+ * it; a window inside a longer slab, or an odd slab's (page-exact ones),
+ * keeps HAK_OWNER_UNUSED (its frees take the page map, out of line), as a
+ * large segment's header does. */
 hak_inline hak_slab_t* hak_page_slab(const void* p, uint64_t* off) {
   _Static_assert(sizeof(hak_slab_t) == 64 && HAK_WINDOW_SHIFT == 16, "descriptor arithmetic");
   *off = (uintptr_t)p & (((uintptr_t)1 << HAK_WINDOW_SHIFT) - 1);

@@ -12,7 +12,12 @@
 static hak_slab_t* slab_of_checked(const hak_ptr_t* r, const void* p, const char* op) {
   hak_slab_t* s = r->slab;
   if (s == NULL) {
-    _hak_invalid_pointer(op, p, "not in an allocated slab");
+    /* the first block of a slab given back: its second free */
+    size_t page = ((uintptr_t)p & HAK_SEG_MASK) >> HAK_PAGE_SHIFT;
+    if (((uintptr_t)p & (HAK_PAGE_SIZE - 1)) == 0 && page >= HAK_HDR_PAGES && hak_pmap_head(r->seg, page) == page)
+      _hak_double_free(op, p, SIZE_MAX);
+    else
+      _hak_invalid_pointer(op, p, "not in an allocated slab");
     return NULL;
   }
   /* A carved block is a block start below the slab's limit: one multiply

@@ -120,6 +120,9 @@ int hak_unlock(pthread_mutex_t* m);
 #define HAK_SMALL_FAST_MAX 1024                      /* table-driven class lookup */
 #define HAK_MEDIUM_MAX     ((size_t)128 * 1024)      /* larger: large tier */
 #define HAK_NCLASSES       59
+/* Classes from this size up take page-exact slabs (slab.c's table: a block
+ * or two each, placed at any page); the secure build keeps whole windows. */
+#define HAK_EXACT_MIN      (HAK_SECURE ? HAK_MEDIUM_MAX + 1 : (size_t)16384)
 #define HAK_MAX_ALIGN_SEG  ((size_t)2 << 20)         /* larger alignments: huge table */
 #define HAK_MAX_SIZE       ((size_t)PTRDIFF_MAX - 2 * HAK_SEG_SIZE)
 
@@ -456,17 +459,20 @@ typedef struct {
   uint64_t clock;                    /* site clock at allocation */
 } hak_seg_site_t;
 
-/* Windows: a segment's pages in runs of 16 (64 KiB) from page 0.  Every
- * slab spans at least a window's pages (slab.c's class table), so two
- * slabs' head pages lie at least 16 pages apart: slot (head + 15) / 16 names
- * a slab of its segment (a window-exact slab: its window).  Descriptors by
- * slot keep the header's resident part small (one per page spread them over
- * 16 pages of a segment in use). */
+/* Windows: a segment's pages in runs of 16 (64 KiB) from page 0; a slab
+ * whose head page starts a window and that spans it whole has the window's
+ * descriptor (slabs[]: the free fast path's lookup, alloc.h).  Slots: every
+ * slab spans at least 4 pages (slab.c's class table), so two slabs' head
+ * pages lie at least 4 pages apart, and slot (head + 3) / 4 names a slab of
+ * its segment: the other slabs' descriptors (odd[]) and what other files
+ * keep per slab are by slot.  Descriptors by slot keep the header's resident
+ * part small (one per page spread them over 16 pages of a segment in use). */
 #define HAK_WINDOW_PAGES   16
 #define HAK_WINDOW_SHIFT   (HAK_PAGE_SHIFT + 4)
-#define HAK_SLAB_MIN_PAGES HAK_WINDOW_PAGES
 #define HAK_SEG_WINDOWS    (HAK_PAGES_PER_SEG / HAK_WINDOW_PAGES)
-hak_inline size_t hak_slot_of(size_t head) { return (head + HAK_WINDOW_PAGES - 1) / HAK_WINDOW_PAGES; }
+#define HAK_SLAB_MIN_PAGES 4
+#define HAK_SEG_SLOTS      (HAK_PAGES_PER_SEG / HAK_SLAB_MIN_PAGES)
+hak_inline size_t hak_slot_of(size_t head) { return (head + HAK_SLAB_MIN_PAGES - 1) / HAK_SLAB_MIN_PAGES; }
 /* A page map entry: the slab's head page (bits 16..) and its descriptor's
  * offset from the segment's start (0: the page is in no slab). */
 typedef uint32_t hak_pmap_t;
@@ -509,19 +515,22 @@ typedef struct hak_segment_s {
    * page: found through the map), and per slot (hak_slot_of) what other
    * files keep of a slab */
   hak_pmap_t pmap[HAK_PAGES_PER_SEG];
-  _Alignas(64) hak_slab_t odd[HAK_SEG_WINDOWS];
-  uint16_t shead[HAK_SEG_WINDOWS];                 /* pool.c: an odd slab's head page */
-  struct hak_mesh_s* mesh_page[HAK_SEG_WINDOWS];   /* mesh.c: the entry of a meshed slab */
-  uint16_t nphantom[HAK_SEG_WINDOWS];              /* scavenge.c: the blocks on pages given back
+  _Alignas(64) hak_slab_t odd[HAK_SEG_SLOTS];
+  uint16_t shead[HAK_SEG_SLOTS];                 /* pool.c: an odd slab's head page */
+  struct hak_mesh_s* mesh_page[HAK_SEG_SLOTS];   /* mesh.c: the entry of a meshed slab */
+  uint16_t nphantom[HAK_SEG_SLOTS];              /* scavenge.c: the blocks on pages given back
                                                     * (phantoms: neither free nor live, not in `used`) */
 } hak_segment_t;
 
-/* A slab whose head page starts a window has the window's descriptor
- * (slabs[]: the free fast path finds it from a pointer into that window);
- * any other, an odd one (odd[], through the page map). */
-hak_inline bool hak_window_head(size_t head) { return head % HAK_WINDOW_PAGES == 0; }
+/* A slab of n pages whose head page starts a window and that spans the
+ * window has the window's descriptor (slabs[]: the free fast path finds it
+ * from a pointer into that window); any other, an odd one (odd[], through
+ * the page map). */
+hak_inline bool hak_window_slab(size_t head, size_t n) { return head % HAK_WINDOW_PAGES == 0 && n >= HAK_WINDOW_PAGES; }
 /* The page map's entry of page i: the head page of its slab, and the slab
- * (NULL: none; for i a head page, the slab whose head it is). */
+ * (NULL: none; for i a head page, the slab whose head it is).  A page of a
+ * free run keeps the head page of the slab that had it last, with no slab:
+ * a second free of the block at that head is worded a double free. */
 hak_inline size_t hak_pmap_head(const hak_segment_t* seg, size_t i) {
   return __atomic_load_n(&seg->pmap[i], __ATOMIC_RELAXED) >> 16;
 }
@@ -529,11 +538,12 @@ hak_inline hak_slab_t* hak_slab_at(const hak_segment_t* seg, size_t i) {
   uint32_t off = __atomic_load_n(&seg->pmap[i], __ATOMIC_RELAXED) & 0xFFFF;
   return off ? (hak_slab_t*)((uintptr_t)seg + off) : NULL;
 }
-/* Pages [head, head + n) become a slab's (clear: no slab's); its descriptor. */
+/* Pages [head, head + n) become a slab's (clear: no slab's, the head kept);
+ * its descriptor. */
 hak_inline hak_slab_t* hak_pmap_set(hak_segment_t* seg, size_t head, size_t n, bool clear) {
-  hak_slab_t* s = hak_window_head(head) ? &seg->slabs[head / HAK_WINDOW_PAGES] : &seg->odd[hak_slot_of(head)];
+  hak_slab_t* s = hak_window_slab(head, n) ? &seg->slabs[head / HAK_WINDOW_PAGES] : &seg->odd[hak_slot_of(head)];
   _Static_assert(sizeof(hak_segment_t) <= 0xFFFF, "a descriptor's offset fits the page map's entries");
-  hak_pmap_t e = clear ? 0 : (hak_pmap_t)((head << 16) | (size_t)((uint8_t*)s - (uint8_t*)seg));
+  hak_pmap_t e = (hak_pmap_t)((head << 16) | (clear ? 0 : (size_t)((uint8_t*)s - (uint8_t*)seg)));
   for (size_t i = head; i < head + n; i++) __atomic_store_n(&seg->pmap[i], e, __ATOMIC_RELAXED);
   return s;
 }
@@ -734,7 +744,7 @@ extern _Atomic(int) _hak_initialized;
 /* report.c */
 hak_noreturn void _hak_fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void _hak_invalid_pointer(const char* op, const void* p, const char* why);
-void _hak_double_free(const char* op, const void* p, size_t size);
+void _hak_double_free(const char* op, const void* p, size_t size);   /* size 0: a large block; SIZE_MAX: a slab given back */
 void _hak_size_mismatch(const char* op, const void* p, size_t given, size_t usable);
 void _hak_message(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 hak_noreturn void _hak_assert_fail(const char* cond, const char* file, int line);
@@ -755,6 +765,7 @@ int   _hak_slab_retire(hak_heap_t* h, hak_slab_t* s);      /* empty: 0 kept, 1 r
 void  _hak_slab_emptied(hak_heap_t* h, hak_slab_t* s);
 void  _hak_slab_clear(hak_slab_t* s);
 void  _hak_heap_reserve_tick(hak_heap_t* h);
+void  _hak_heap_exact_trim(hak_heap_t* h, size_t cls);
 extern _Atomic(uint64_t) _hak_stat_reserve_released;   /* an empty slab's descriptors before its pages go back */
 /* remote.c */
 void  _hak_remote_push(hak_slab_t* s, hak_block_t* b);   /* a free into another thread's slab */

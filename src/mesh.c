@@ -89,7 +89,8 @@ static void mesh_segv(int sig, siginfo_t* si, void* ctx) {
   hak_ptr_t r;
   if (si->si_code == SEGV_ACCERR && hak_ptr_classify(a, &r) == HAK_SEG_SMALL) {
     hak_segment_t* seg = r.seg;
-    size_t idx = hak_pmap_head(seg, ((uintptr_t)a >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1));   /* (its slab's bit) */
+    size_t page = ((uintptr_t)a >> HAK_PAGE_SHIFT) & (HAK_PAGES_PER_SEG - 1);
+    size_t idx = hak_slab_at(seg, page) != NULL ? hak_pmap_head(seg, page) : 0;   /* (its slab's bit; a free page: none) */
     uint64_t* word = page_word(&seg->mesh.prot, idx);
     uint64_t bit = page_bit(idx);
     if (__atomic_load_n(word, __ATOMIC_ACQUIRE) & bit) {

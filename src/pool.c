@@ -159,11 +159,16 @@ size_t _hak_pool_find_run(const hak_pset_t* bits, unsigned n, bool top) {
   }
   return found;
 }
-static size_t seg_run(const hak_segment_t* seg, pages_from_t from, unsigned n, bool top) {
-  if (from == PAGES_ANY) return _hak_pool_find_run(&seg->pool.free_pages, n, top && seg->thp != 0);
+/* Where a slab goes in seg: page-exact slabs (place 2) from the top of
+ * every segment, so that they keep out of the windows the others need;
+ * blocks that span pages (1) from the top of a segment advised for huge
+ * pages; the rest (0) from the bottom. */
+hak_inline bool seg_top(const hak_segment_t* seg, int place) { return place == 2 || (place == 1 && seg->thp != 0); }
+static size_t seg_run(const hak_segment_t* seg, pages_from_t from, unsigned n, int place) {
+  if (from == PAGES_ANY) return _hak_pool_find_run(&seg->pool.free_pages, n, seg_top(seg, place));
   hak_pset_t resident;
   if (!hak_pset_and(&resident, &seg->pool.free_pages, &seg->age.dirty)) return HAK_PAGES_PER_SEG;
-  return _hak_pool_find_run(&resident, n, top && seg->thp != 0);
+  return _hak_pool_find_run(&resident, n, seg_top(seg, place));
 }
 
 /* Pages [idx, idx + n) of seg become a slab of h (pool lock). */
@@ -188,7 +193,7 @@ static bool pool_claim(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n
   atomic_fetch_and_explicit(&seg->xremote[idx >> 6], ~((uint64_t)1 << (idx & 63)), memory_order_relaxed);
   /* the page map: each page names the head (hak_slab_of, the fast paths) */
   hak_assert_cmp(npages, >=, HAK_SLAB_MIN_PAGES);   /* (so slots are unique: internal.h) */
-  if (!hak_window_head(idx)) __atomic_store_n(&seg->shead[hak_slot_of(idx)], (uint16_t)idx, __ATOMIC_RELAXED);
+  if (!hak_window_slab(idx, npages)) __atomic_store_n(&seg->shead[hak_slot_of(idx)], (uint16_t)idx, __ATOMIC_RELAXED);
   hak_pmap_set(seg, idx, npages, false);
   member_add(h, seg, idx);
   hak_assert_expensive(pool_seg_valid(seg));
@@ -207,18 +212,18 @@ hak_warm hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t f
   uint32_t bsize = _hak_class_size[cls];
   /* blocks that span pages go from the top of segments advised for huge
    * pages (find_run); elsewhere the order does not matter and stays */
-  bool top = bsize > HAK_OS_PAGE;
+  int place = bsize >= HAK_EXACT_MIN ? 2 : bsize > HAK_OS_PAGE ? 1 : 0;
   hak_segment_t* seg = NULL;
   size_t idx = HAK_PAGES_PER_SEG;
   if (from != PAGES_NEW) {
     hak_lock(&pool_lock);
     for (hak_member_t* m = h->members; m != NULL && seg == NULL; m = m->next) {
       hak_segment_t* g = hak_segment_of(m);
-      if ((idx = seg_run(g, from, npages, top)) < HAK_PAGES_PER_SEG) seg = g;
+      if ((idx = seg_run(g, from, npages, place)) < HAK_PAGES_PER_SEG) seg = g;
     }
     int k = from == PAGES_OWN ? POOL_SCAN : 0;
     for (hak_segment_t* g = pool_avail; g != NULL && seg == NULL && k < POOL_SCAN; g = g->next, k++)
-      if (member_room(g, h) && (idx = seg_run(g, from, npages, top)) < HAK_PAGES_PER_SEG) seg = g;
+      if (member_room(g, h) && (idx = seg_run(g, from, npages, place)) < HAK_PAGES_PER_SEG) seg = g;
     if (seg == NULL) {
       hak_unlock(&pool_lock);
       return NULL;
@@ -227,7 +232,7 @@ hak_warm hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t f
     seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SMALL, (size_t)h->nsegs << HAK_SEG_SHIFT, bsize);
     if (seg == NULL) return NULL;
     hak_lock(&pool_lock);   /* nobody else knows seg yet */
-    idx = _hak_pool_find_run(&seg->pool.free_pages, npages, top && seg->thp != 0);
+    idx = _hak_pool_find_run(&seg->pool.free_pages, npages, seg_top(seg, place));
     avail_link(seg);
   }
   bool ok = pool_claim(h, seg, idx, npages, bsize, zero);

@@ -116,6 +116,7 @@ hak_warm static hak_slab_t* heap_refill_tick(hak_heap_t* h, size_t cls) {
 hak_warm static hak_slab_t* heap_slab_new(hak_heap_t* h, size_t cls, size_t req, bool any_class, void** lent) {
   /* (a heap that found no resident free page skips the pool's walk until
    * some heap gives pages back: a run of loans comes here per malloc) */
+  if (_hak_class_size[cls] >= HAK_EXACT_MIN) _hak_heap_exact_trim(h, cls);
   uint64_t gives = hak_load_relaxed(&_hak_pool_gives) + 1;
   hak_slab_t* s = h->no_resident == gives ? NULL : slab_new(h, cls, PAGES_OWN);
   if (s != NULL) return s;

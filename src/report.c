@@ -83,7 +83,8 @@ hak_noinline void _hak_size_mismatch(const char* op, const void* p, size_t given
 
 hak_noinline void _hak_double_free(const char* op, const void* p, size_t size) {
   char sz[48];
-  if (size) _hak_snprintf(sz, sizeof sz, "size %zu", size);
+  if (size == SIZE_MAX) _hak_snprintf(sz, sizeof sz, "its slab was given back");
+  else if (size) _hak_snprintf(sz, sizeof sz, "size %zu", size);
   else _hak_snprintf(sz, sizeof sz, "large block");
   misuse("hakmem: double free of %p (%s) in %s()\n", p, sz, op);
 }

@@ -18,26 +18,30 @@ const uint32_t _hak_class_size[HAK_NCLASSES] = {
     3072, 3584, 4096, 4352, 4608, 5120, 6144, 7168, 8192, 8704, 10240,
     12288, 14336, 16384, 17408, 20480, 24576, 28672, 32768, 34816, 40960,
     49152, 57344, 65536, 69632, 81920, 98304, 114688, 131072};
-/* Pages (4 KiB) per slab: whole windows (64 KiB, internal.h), the fewest
- * that hold at least 4 blocks and leave at most 1/16 of the slab over (7
- * windows hold 4 blocks of 112 KiB exactly).  A class in use costs the pages
- * its blocks touched (carving is lazy), whatever its slab's size.  Measured
- * 2026-11-28 against page-exact slabs (the fewest 4 KiB pages, with 4 KiB
- * or 64 KiB at least): a program that frees at random over many full slabs
- * (alloc-test's pattern, tests/test-lists.c) takes the refill path for 21 %
- * of its mallocs with 64 KiB slabs, 36 % with 32 KiB, 53 % with 16 KiB and
- * 73 % with one page (1.22x and 2.7x the instructions with 32 KiB and one
- * page), until threads cache blocks rather than slabs; and slabs of odd
- * page counts broke the runs window-sized slabs need (random sizes to 512
- * KiB: 1.15x the resident pages).  The secure build keeps 8 blocks: block 0
- * of its slabs is never handed out (an underflow check needs a block below). */
+/* Pages (4 KiB) per slab.  Up to 14 KiB: whole windows (64 KiB,
+ * internal.h), the fewest that hold at least 4 blocks and leave at most
+ * 1/16 of the slab over.  From HAK_EXACT_MIN (16 KiB): page-exact, the
+ * fewest pages (HAK_SLAB_MIN_PAGES at least) that leave at most an eighth
+ * over -- one block, two of 17 KiB in 9 pages -- so that a class in use
+ * costs a block's pages and a freed block's pages join their free
+ * neighbours at once (pool.c places them from the top of a segment).  A
+ * class in use costs the pages its blocks touched (carving is lazy),
+ * whatever its slab's size.  Measured 2026-11-28 against page-exact slabs
+ * for the small classes (the fewest 4 KiB pages, with 4 KiB or 64 KiB at
+ * least): a program that frees at random over many full slabs (alloc-test's
+ * pattern, tests/test-lists.c) takes the refill path for 21 % of its
+ * mallocs with 64 KiB slabs, 36 % with 32 KiB, 53 % with 16 KiB and 73 %
+ * with one page (1.22x and 2.7x the instructions with 32 KiB and one page),
+ * until threads cache blocks rather than slabs.  The secure build keeps 8
+ * blocks and whole windows: block 0 of its slabs is never handed out (an
+ * underflow check needs a block below). */
 const uint16_t _hak_class_pages[HAK_NCLASSES] = {
 #if HAK_SECURE
     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 32, 32, 32, 32, 32, 64, 64, 64, 64, 64, 128, 128, 128, 128, 128, 256, 256, 256, 256, 256};
 #else
     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
-    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 32, 16, 16, 32, 16, 48, 32, 32, 64, 32, 80, 64, 48, 112, 64, 144, 80, 96, 112, 128};
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 32, 16, 16, 32, 4, 9, 5, 6, 7, 8, 9, 10, 12, 14, 16, 17, 20, 24, 28, 32};
 #endif
 const uint8_t _hak_class_small[HAK_SMALL_FAST_MAX / 16 + 1] = {
     HAK_SECURE, HAK_SECURE, /* 0..32 (secure: no 16-byte class) */
@@ -323,6 +327,29 @@ hak_warm void _hak_heap_reserve_tick(hak_heap_t* h) {
       atomic_fetch_add_explicit(&_hak_stat_reserve_released, 1, memory_order_relaxed);
     }
     h->tick.nmalloc[c] = n;
+  }
+}
+
+/* A class of page-exact slabs (a block or two each) is about to take a new
+ * slab: the empty reserves the other such classes keep go to the pool, the
+ * largest first, until at most HAK_EXACT_RESERVE pages stay kept.  Each
+ * reserve serves its class's malloc/free cycle without the pool (a slab
+ * taken and given back per block took 12x the time of the cycle), but one
+ * per class is a block of each size a program went through: buffers grown
+ * through the sizes kept one block of every size on the way. */
+#define HAK_EXACT_RESERVE 64   /* pages: 256 KiB */
+hak_warm void _hak_heap_exact_trim(hak_heap_t* h, size_t cls) {
+  size_t kept = 0;
+  for (size_t c = 0; c < HAK_NCLASSES; c++) {
+    hak_slab_t* s = h->cls[c].cur;
+    if (_hak_class_size[c] < HAK_EXACT_MIN || c == cls || s == &_hak_slab_empty || !slab_is_reserve(h, s) || !hak_slab_is_empty(s) ||
+        (hak_load_relaxed(&s->xowner) & HAK_OWNER_FLAGS))
+      continue;
+    kept += s->npages;
+    if (kept <= HAK_EXACT_RESERVE) continue;
+    kept -= s->npages;
+    hak_avail_remove(h, s);
+    _hak_slab_release(h, s);
   }
 }
 

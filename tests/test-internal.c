@@ -56,6 +56,8 @@ static void check_class(size_t cls) {
  * most 1/16 of itself over. */
 static bool slab_fits(size_t d, size_t pages) {
   size_t slab = pages << HAK_PAGE_SHIFT;
+  if (d >= HAK_EXACT_MIN)   /* page-exact: the fewest pages (4 at least) that leave at most an eighth over */
+    return pages >= HAK_SLAB_MIN_PAGES && slab / d >= 1 && (slab % d) * 8 <= slab;
   return pages % 16 == 0 && slab / d >= 4 && (slab % d) * 16 <= slab;   /* whole 64 KiB windows */
 }
 

@@ -387,6 +387,55 @@ static void t_cross_class(void) {
   for (int i = 0; i < NB; i++) free(b[i]);
 }
 
+/* Page-exact slabs (blocks from 16 KiB: slab.c's table).  A freed block's
+ * pages join their free neighbours and serve blocks of another size at once,
+ * without an OS call or a fault; and the empty slabs such classes keep as
+ * reserves stay within 64 pages when a class takes a new slab (one of each
+ * of the 16 classes would keep 221). */
+static void t_exact(void) {
+  enum { NA = 64, NB = 30 };
+  static char* a[NA];
+  static char* b[NB];
+  free(malloc(64));
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < NA; i++) {
+    a[i] = malloc(20000);   /* 5 pages each */
+    if (a[i] == NULL) { CHECKF(0, "malloc failed"); return; }
+    memset(a[i], 1, 20000);
+    if ((uintptr_t)a[i] < lo) lo = (uintptr_t)a[i];
+    if ((uintptr_t)a[i] + 20480 > hi) hi = (uintptr_t)a[i] + 20480;
+  }
+  for (int i = 0; i < NA; i++) free(a[i]);
+  size_t calls0 = os_calls();
+  long flt0 = minflt();
+  int inside = 0;
+  for (int i = 0; i < NB; i++) {
+    b[i] = malloc(40000);   /* 10 pages each: two freed blocks' runs joined */
+    if (b[i] == NULL) { CHECKF(0, "malloc failed"); return; }
+    memset(b[i], 2, 40000);
+    inside += (uintptr_t)b[i] >= lo && (uintptr_t)b[i] + 40000 <= hi;
+  }
+  size_t calls = os_calls() - calls0;
+  long flt = minflt() - flt0;
+  printf("exact: %d of %d blocks of 40 KB on the pages of 20 KB blocks; %zu OS calls, %ld faults\n", inside, NB, calls, flt);
+  CHECKF(calls == 0, "%zu OS memory calls for pages freed blocks gave back", calls);
+  CHECKF(inside == NB, "only %d of %d blocks on the pages the smaller blocks gave back", inside, NB);
+  CHECKF(flt < 16, "%ld page faults taking back resident pages (1.2 MB: 300 pages)", flt);
+  for (int i = 0; i < NB; i++) free(b[i]);
+  static const size_t sizes[] = {16384, 17408, 20480, 24576, 28672, 32768, 34816, 40960,
+                                 49152, 57344, 65536, 69632, 81920, 98304, 114688, 131072};
+  unsigned long long before = stat_value("pages:", "in_slabs");
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    char* p = malloc(sizes[k]);
+    if (p == NULL) { CHECKF(0, "malloc failed"); return; }
+    p[0] = 1;
+    free(p);
+  }
+  unsigned long long after = stat_value("pages:", "in_slabs");
+  printf("exact: slab pages %llu before one block of each class, %llu after\n", before, after);
+  CHECKF(after <= before + 64 + 32, "%llu slab pages kept after one block of each class (before: %llu)", after, before);
+}
+
 /* THP modes must not break alignment or realloc of big blocks */
 static void t_thp(void) {
   for (size_t n = 1u << 20; n <= (64u << 20); n *= 2) {
@@ -451,6 +500,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(t, "thp")) t_thp();
   else if (!strcmp(t, "carve_faults")) t_carve_faults();
   else if (!strcmp(t, "cross_class")) t_cross_class();
+  else if (!strcmp(t, "exact")) t_exact();
   else if (!strcmp(t, "profile") && argc == 5) t_profile(argv[2], argv[3], atoll(argv[4]));
   else {
     fprintf(stderr, "usage: test-policy SCENARIO\n");

@@ -30,6 +30,7 @@ for p in speed balanced; do run HAKMEM_PROFILE=$p $T steady_calls; done
 for m in never auto always; do run HAKMEM_THP=$m $T thp; done
 for p in speed balanced; do run HAKMEM_PROFILE=$p $T carve_faults; done
 run HAKMEM_PROFILE=balanced $T cross_class
+run HAKMEM_PROFILE=balanced $T exact
 # profile defaults (speed=0 balanced=1 lean=2) and an explicit override winning
 run HAKMEM_PROFILE=speed $T profile 0 HAKMEM_DECOMMIT 0
 run $T profile 1 HAKMEM_DECOMMIT 2
