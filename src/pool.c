@@ -42,6 +42,13 @@ static bool pool_seg_valid(const hak_segment_t* seg) {
     if (hak_pmap_head(seg, i) != i || hak_slab_index(s) != i || !hak_pset_all_run(&slab_pages, i, s->npages))
       return false;
   }
+  /* the map: a free page names no slab; a used one the slab whose run holds it */
+  for (size_t i = HAK_HDR_PAGES; i < HAK_HDR_PAGES + HAK_SMALL_SLAB_PAGES; i++) {
+    const hak_slab_t* s = hak_slab_at(seg, i);
+    if (hak_pset_has(&seg->pool.free_pages, i) ? s != NULL : s == NULL) return false;
+    size_t h = hak_pmap_head(seg, i);
+    if (s != NULL && (h > i || !hak_pset_has(&seen, h) || hak_slab_at(seg, h) != s)) return false;
+  }
   return abandoned <= 1 && abandoned == (seg->pool.abandoned ? 1 : 0) && seg->used_pages == hak_pset_count(&slab_pages);
 }
 #endif
