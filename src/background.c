@@ -6,13 +6,15 @@
  * And the background thread, for the program that frees a burst and then
  * waits (a server between requests, a batch job between phases): it kept
  * the burst's pages until its next allocation.  Started on the first
- * release tick that finds empty memory (HAKMEM_BACKGROUND; never in a
- * program that stays small), it wakes every half decommit delay and runs
- * the same passes.  It never allocates and takes every signal blocked.  A
+ * release tick that finds empty memory, or once a process with threads has
+ * 16 MiB mapped (HAKMEM_BACKGROUND; never in a program that stays small),
+ * from malloc's slow path (below: not from inside glibc's locks), it wakes
+ * every half decommit delay and runs the same passes.  It never allocates and takes every signal blocked.  A
  * fork child does not start one (creating a thread there is not safe before
  * exec in a multi-threaded parent): its clock ticks on its slow paths. */
 #include "internal.h"
 #include <signal.h>
+#include <sys/single_threaded.h>
 #include <time.h>
 
 /* The process-wide passes of the release clock: decommit what has been
@@ -64,18 +66,42 @@ static void* bg_main(void* arg) {
 /* Empty memory worth a thread: a program that stays small never starts one. */
 #define BG_MIN_BYTES ((size_t)16 << 20)
 
-/* From a release tick (no allocator lock held): start the thread once there
- * is empty memory to watch. */
+/* The thread is created from malloc's slow path (_hak_background_start),
+ * not from free, once the process has threads: free runs inside glibc's own
+ * locks (pthread_join frees a dead thread's TLS holding the stack cache
+ * lock, which pthread_create takes), and a thread started from such a free
+ * deadlocked its program (256 threads taking turns, bench/turns).  A
+ * process without threads has no such lock held: there a free that finds
+ * the empty memory starts it at once. */
+static _Atomic(int) bg_wanted;
+static bool bg_allowed(void) {
+  return hak_opt(BACKGROUND) && hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF && hak_opt(DECOMMIT_DELAY_MS) != 0;
+}
+
+/* From a release tick or a free: start the thread once there is empty memory
+ * to watch (or ask malloc's slow path to). */
 hak_warm void _hak_background_wake(void) {
-  if (hak_likely(hak_load_relaxed(&bg_state) != 0)) return;
-  if (_hak_tls_forking) return;   /* inside fork: a child's handler says whether it has one */
-  if (!hak_opt(BACKGROUND) || hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF || hak_opt(DECOMMIT_DELAY_MS) == 0) return;
+  if (hak_likely(hak_load_relaxed(&bg_state) != 0) || hak_load_relaxed(&bg_wanted) || !bg_allowed()) return;
   uint64_t hits, misses, ev;
   size_t cached, mapped;
   _hak_bigcache_stats(&hits, &misses, &ev, &cached, &mapped);
   if (hak_load_relaxed(&_hak_retained_bytes) + cached < BG_MIN_BYTES) return;
+  hak_store_relaxed(&bg_wanted, 1);
+  if (__libc_single_threaded) _hak_background_start();
+}
+
+/* From malloc's slow path (no allocator lock held, and no lock of glibc's
+ * that pthread_create takes), or from a free in a process without threads:
+ * start the thread when it is wanted, or when a process with threads has
+ * grown to BG_MIN_BYTES mapped (its threads may all free and wait, with no
+ * malloc to start it then). */
+hak_warm void _hak_background_start(void) {
+  if (hak_likely(hak_load_relaxed(&bg_state) != 0)) return;
+  if (!hak_load_relaxed(&bg_wanted) && (__libc_single_threaded || _hak_os_mapped() < BG_MIN_BYTES)) return;
+  if (_hak_tls_forking || !bg_allowed()) return;   /* inside fork: a child's handler says whether it has one */
   int expect = 0;
-  if (!atomic_compare_exchange_strong(&bg_state, &expect, 1)) return;
+  if (!atomic_compare_exchange_strong(&bg_state, &expect, 1)) return;   /* running, or never (a fork child) */
+  hak_store_relaxed(&bg_wanted, 0);
   _hak_os_fork_register();   /* before there are two threads (internal.h, hak_lock) */
   pthread_attr_t attr;
   pthread_attr_init(&attr);

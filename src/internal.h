@@ -1001,6 +1001,7 @@ void  _hak_pages_reused(hak_segment_t* seg, size_t lo, size_t n);
 void  _hak_heap_release_tick(hak_heap_t* h);
 void  _hak_release_pass(uint64_t now);
 void  _hak_background_wake(void);
+void  _hak_background_start(void);
 bool  _hak_background_running(void);
 void  _hak_background_fork_child(void);
 void  _hak_release_stats(uint64_t* calls, uint64_t* bytes, uint64_t* unmapped, size_t* parked, size_t* parked_mapped);

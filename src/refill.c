@@ -205,6 +205,7 @@ hak_warm void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uin
     return NULL;
   }
   _hak_secure_large_recent();   /* secure: the large block freed last is still fill */
+  _hak_background_start();
   size_t cls, need = size + HAK_TRAILER;
   if (align <= 16) {
     if (need > HAK_MEDIUM_MAX || (HAK_SECURE && size >= _hak_secure_guard_min)) return _hak_large_alloc(size, 16, false, site);

@@ -41,6 +41,12 @@
  *   moves [THREADS]  large blocks grow by realloc (and move), shrink, are
  *        aligned or zeroed, in every thread while others map segments: no
  *        block may stop being hakmem's ($HT_MOVES_ITERS rounds a thread).
+ *   turns [THREADS]  threads take turns (each hands the turn to the next)
+ *        building and freeing a working set, then main joins them: glibc
+ *        frees their TLS inside pthread_join holding its stack cache lock,
+ *        and a free there must not start hakmem's background thread
+ *        (pthread_create takes that lock: the program hung; signals are
+ *        blocked there, so the case script's timeout kills it).
  *   fork [FORKS]  fork() while other threads allocate; each child allocates,
  *        frees (also inherited blocks of other threads), starts a thread,
  *        and exits 0.  A deadlock fails through alarm().
@@ -50,6 +56,7 @@
 #include "stats_report.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
@@ -1379,6 +1386,52 @@ static void on_alarm(int sig) {
   _exit(3);
 }
 
+/* ---- turns ------------------------------------------------------------- */
+static sem_t* turn_sem;
+static int turn_n;
+static long turn_left;
+static void* turns_thread(void* arg) {
+  int id = (int)(intptr_t)arg;
+  uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(id + 1);
+  static __thread char* set[400];
+  for (;;) {
+    while (sem_wait(&turn_sem[id]) != 0) {}
+    int done = turn_left <= 0;
+    if (!done) {
+      turn_left--;
+      for (int i = 0; i < 400; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        size_t n = 16 + (size_t)((rng >> 33) % 2048);
+        set[i] = malloc(n);
+        if (set[i] == NULL) { fail("turns: out of memory"); break; }
+        memset(set[i], id, n < 64 ? n : 64);
+      }
+      for (int i = 0; i < 400; i++) free(set[i]);
+    }
+    sem_post(&turn_sem[(id + 1) % turn_n]);
+    if (done) break;
+  }
+  return NULL;
+}
+static void run_turns(int n) {
+  turn_n = n;
+  turn_left = 4L * n;
+  turn_sem = calloc((size_t)n, sizeof *turn_sem);
+  pthread_t* t = calloc((size_t)n, sizeof *t);
+  if (turn_sem == NULL || t == NULL) { fail("turns: out of memory"); return; }
+  for (int i = 0; i < n; i++) sem_init(&turn_sem[i], 0, 0);
+  int made = 0;
+  for (; made < n; made++)
+    if (pthread_create(&t[made], NULL, turns_thread, (void*)(intptr_t)made) != 0) break;
+  if (made < n) { fail("turns: pthread_create failed"); turn_n = made; }
+  if (made == 0) return;
+  sem_post(&turn_sem[0]);
+  for (int i = 0; i < made; i++) pthread_join(t[i], NULL);
+  printf("turns: %d threads took %d turns each and were joined\n", made, 4);
+  free(t);
+  free(turn_sem);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const char* mode = argc > 1 ? argv[1] : "all";
@@ -1420,6 +1473,8 @@ int main(int argc, char** argv) {
     run_scavenge(a2 ? (int)a2 : 4);
   if (strcmp(mode, "moves") == 0)
     run_moves(a2 ? (int)a2 : 4);
+  if (strcmp(mode, "turns") == 0)
+    run_turns(a2 ? (int)a2 : 256);
   if (strcmp(mode, "fork") == 0 || strcmp(mode, "all") == 0)
     run_fork(a2 ? (int)a2 : 200, a3 ? (int)a3 : 3);
   long f = atomic_load(&failures);

@@ -10,12 +10,12 @@ SHARED_PEERS=(mi241 mi343 snmalloc)
 ALL_ALLOCS=(hakmem glibc mimalloc jemalloc tcmalloc)
 if [[ -d $PEERS_DIR ]]; then ALL_ALLOCS+=("${SHARED_PEERS[@]}"); fi
 # shellcheck disable=SC2034
-ALL_BENCHES=(random_mixed vm vm_cold larson xthread latency fragment churn churn8 churn64 churn_small churn_tasks)
+ALL_BENCHES=(random_mixed vm vm_cold larson xthread latency fragment churn churn8 churn64 churn_small churn_tasks turns)
 # Variables the benchmark programs read (the command line of a program wins
 # over them); the runners forward the ones the user set.
 BENCH_VARS=(ITERS WS THREADS MIN MAX SEED TOUCH ROUNDS RESPAWN PRODUCERS CONSUMERS BATCH DEPTH
   WARMUP TIMER FRAG_MB MIN2 MAX2 KEEP SETTLE_MS SIZE VM_MODE STEPS DURATION_SEC STEP_ITERS
-  CHURN_MODE CHURN_ALLOCS TASKS TRANSFER LARGE)
+  CHURN_MODE CHURN_ALLOCS TASKS TRANSFER LARGE TURNS CACHE)
 
 log() { printf '%s\n' "$*" >&2; }
 # The calling script's header comment (line 2 up to `set -euo`), as its --help.
@@ -55,6 +55,7 @@ bench_defaults() {
       churn64) echo "THREADS=64 ROUNDS=1 CHURN_ALLOCS=100" ;;
       churn_small) echo "THREADS=2 ROUNDS=20 LARGE=0" ;;
       churn_tasks) echo "CHURN_MODE=tasks THREADS=2 TASKS=400" ;;
+      turns) echo "THREADS=16 TURNS=64 WS=200" ;;
       *) return 1 ;;
     esac
   else
@@ -71,6 +72,7 @@ bench_defaults() {
       churn64) echo "THREADS=64 ROUNDS=60 CHURN_ALLOCS=500" ;;
       churn_small) echo "THREADS=2 ROUNDS=800 LARGE=0" ;;
       churn_tasks) echo "CHURN_MODE=tasks THREADS=2 TASKS=12000" ;;
+      turns) echo "THREADS=64 TURNS=4096 WS=2000" ;;
       *) return 1 ;;
     esac
   fi

@@ -412,7 +412,7 @@ def cmd_summary(args):
 
 ALLOC_ORDER = ["hakmem", "glibc", "mimalloc", "mi241", "mi343", "jemalloc", "tcmalloc", "snmalloc"]
 BENCH_ORDER = ["random_mixed", "vm", "vm_cold", "larson", "xthread", "latency", "fragment",
-               "churn", "churn8", "churn64", "churn_small", "churn_tasks"]
+               "churn", "churn8", "churn64", "churn_small", "churn_tasks", "turns"]
 DESCRIPTION = {
     "random_mixed": "1 thread, WS live slots, free + malloc of a uniform size in [MIN, MAX] per op",
     "vm": "malloc(2 MiB) + write every page + free, per iteration",
@@ -429,6 +429,9 @@ DESCRIPTION = {
     "churn_small": "churn with small blocks only (LARGE=0)",
     "churn_tasks": "one short thread per task, THREADS alive at most: each frees the blocks earlier threads left "
                    "in the shared slots and a hand-off slot, and leaves new ones there",
+    "turns": "THREADS threads take turns (one runs at a time, as under a global lock): a turn builds WS blocks "
+             "of 16 B..2 KiB, keeps a tenth in a shared cache (the oldest freed: remote frees), frees the rest; "
+             "TURNS turns in all, whatever THREADS: peak RSS is the figure",
 }
 CHURN_DETAILS = ["cpu_s", "sys_s", "minflt", "nivcsw", "peak_live_bytes", "peak_overhead"]
 DETAILS = {
@@ -443,6 +446,7 @@ DETAILS = {
     "random_mixed": ["ns_per_op"],
     "churn": CHURN_DETAILS, "churn8": CHURN_DETAILS, "churn64": CHURN_DETAILS, "churn_small": CHURN_DETAILS,
     "churn_tasks": CHURN_DETAILS,
+    "turns": ["elapsed_s", "cpu_s", "minflt"],
 }
 
 

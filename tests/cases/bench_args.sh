@@ -8,7 +8,7 @@ set -euo pipefail
 build_bench_progs
 B=$ROOT/build/bench
 
-for p in random_mixed vm larson xthread latency fragment churn; do
+for p in random_mixed vm larson xthread latency fragment churn turns; do
   expect_exit 0 "$p --help" "$B/$p" --help
   grep -q '^usage: ' "$TMPD/out" || fail "$p --help prints no usage line"
   expect_exit 2 "$p unknown option" "$B/$p" --no-such-option=1

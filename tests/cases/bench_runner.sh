@@ -31,7 +31,7 @@ bad=$(awk -F, 'NR > 1 && $4 != "ok"' "$O/runs.csv")
 [[ -z $bad ]] || fail "failed runs: $bad"
 grep -q "^Results: $O/report.md$" "$TMPD/out" || fail "the report path is not printed"
 grep -q '^## Summary: ratio to' "$TMPD/out" || fail "no summary table on stdout"
-for b in random_mixed vm vm_cold larson xthread latency fragment churn churn8 churn64 churn_small churn_tasks; do
+for b in random_mixed vm vm_cold larson xthread latency fragment churn churn8 churn64 churn_small churn_tasks turns; do
   grep -q "^## $b — " "$O/report.md" || fail "report.md has no section for $b"
 done
 grep -q '^\[ *1/[0-9]*\] random_mixed *glibc *run 1/1' "$TMPD/err" || fail "no progress lines on stderr"
