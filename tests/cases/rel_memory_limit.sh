@@ -4,7 +4,7 @@
 # block freed before the next band) peak at about 184 MB in hakmem without a
 # limit, 85 MB in glibc.
 # - HAKMEM_MEMORY_LIMIT=160M and 128M: the peak RSS stays under the limit,
-#   and at 128M the stats report releases (asserted).
+#   and at 100M the stats report releases (asserted).
 # - Inside a cgroup memory group of 160 MiB (v1 here; v2 where the memory
 #   controller is there), with no setting: the library reads the group's
 #   limit (its stats say so), and where glibc finishes hakmem finishes.  Skipped (77) for a non-root user or without a
@@ -19,11 +19,14 @@ run "phases under 128M, debug library (its assertions check the slabs and pool p
 
 # the releases themselves, where nothing else can have kept the peak down
 # (inside a group the kernel's reclaim may keep it under 7/8 on its own, and
-# one run in ten then needed no release: asserted here, not there)
-echo "== the 128M run gave memory back (its stats' limit: line)"
-out=$(env HAKMEM_MEMORY_LIMIT=128M HAKMEM_STATS=1 $T/test-threads-release phases 0 2>&1)
+# one run in ten then needed no release: asserted here, not there).  At
+# 128M a run in about ten stayed under 7/8 of the limit (112 MiB) by its
+# threads' timing alone and made none (2026-11-29); at 100M, with 78 MB
+# live at the end of each phase, every run releases (4-7 times in 12 runs).
+echo "== a 100M run gives memory back (its stats' limit: line)"
+out=$(env HAKMEM_MEMORY_LIMIT=100M HAKMEM_STATS=1 $T/test-threads-release phases 0 2>&1)
 echo "$out" | grep -E "^(phases|limit:)"
-echo "$out" | grep -qE "^limit: bytes=134217728 releases=[1-9]" || { echo "FAIL: no release under HAKMEM_MEMORY_LIMIT=128M"; exit 1; }
+echo "$out" | grep -qE "^limit: bytes=104857600 releases=[1-9]" || { echo "FAIL: no release under HAKMEM_MEMORY_LIMIT=100M"; exit 1; }
 
 [[ $(id -u) == 0 ]] || { echo "not root: the cgroup part is skipped"; exit 77; }
 LIMIT_MB=160
