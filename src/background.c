@@ -9,9 +9,10 @@
  * release tick that finds empty memory, or once a process with threads has
  * 16 MiB mapped (HAKMEM_BACKGROUND; never in a program that stays small),
  * from malloc's slow path (below: not from inside glibc's locks), it wakes
- * every half decommit delay and runs the same passes.  It never allocates and takes every signal blocked.  A
- * fork child does not start one (creating a thread there is not safe before
- * exec in a multi-threaded parent): its clock ticks on its slow paths. */
+ * every half decommit delay and runs the same passes.  It never allocates
+ * and takes every signal blocked.  A fork child does not start one
+ * (creating a thread there is not safe before exec in a multi-threaded
+ * parent): its clock ticks on its slow paths. */
 #include "internal.h"
 #include <signal.h>
 #include <sys/single_threaded.h>
@@ -96,9 +97,9 @@ hak_warm void _hak_background_wake(void) {
  * grown to BG_MIN_BYTES mapped (its threads may all free and wait, with no
  * malloc to start it then). */
 hak_warm void _hak_background_start(void) {
-  if (hak_likely(hak_load_relaxed(&bg_state) != 0)) return;
+  if (hak_likely(hak_load_relaxed(&bg_state) != 0) || !bg_allowed()) return;
   if (!hak_load_relaxed(&bg_wanted) && (__libc_single_threaded || _hak_os_mapped() < BG_MIN_BYTES)) return;
-  if (_hak_tls_forking || !bg_allowed()) return;   /* inside fork: a child's handler says whether it has one */
+  if (_hak_tls_forking) return;   /* inside fork: a child's handler says whether it has one */
   int expect = 0;
   if (!atomic_compare_exchange_strong(&bg_state, &expect, 1)) return;   /* running, or never (a fork child) */
   hak_store_relaxed(&bg_wanted, 0);

@@ -56,8 +56,9 @@ static _Atomic(uint64_t) st_passes, st_meshes, st_roots, st_dissolved, st_unmesh
 hak_inline hak_mesh_t* mslab_entry(const hak_slab_t* s) { return hak_segment_of(s)->mesh_page[hak_slot_of(hak_slab_index(s))]; }
 hak_inline uint32_t mslab_blocks(const hak_slab_t* s) { return (uint32_t)(MESH_SLAB / s->bsize); }
 hak_inline uint32_t mslab_carved(const hak_slab_t* s) { return s->carved / hak_slab_step(s); }
-/* a page's word of a segment's page set (mesh.pages, mesh.prot: other
- * heaps' slabs share the segment and the word: atomic) and its bit */
+/* a page's word of a segment's page set and its bit: for the write
+ * barrier's mesh.prot, whose atomics need acquire/release (the page set's
+ * own atomic helpers, internal.h, are relaxed: mesh.pages uses those) */
 hak_inline uint64_t* page_word(hak_pset_t* set, size_t idx) { return &set->w[idx >> 6]; }
 hak_inline uint64_t page_bit(size_t idx) { return (uint64_t)1 << (idx & 63); }
 hak_inline bool bit_get(const uint64_t* m, uint32_t i) { return (m[i >> 6] >> (i & 63)) & 1; }
@@ -262,8 +263,8 @@ static void seg_mark(hak_slab_t* s, hak_mesh_t* e) {
   size_t idx = hak_slab_index(s);
   seg->mesh_page[hak_slot_of(idx)] = e;
   /* atomic: other heaps' slabs share the segment (pool.c) and its word */
-  if (e) __atomic_fetch_or(page_word(&seg->mesh.pages, idx), page_bit(idx), __ATOMIC_RELAXED);
-  else __atomic_fetch_and(page_word(&seg->mesh.pages, idx), ~page_bit(idx), __ATOMIC_RELAXED);
+  if (e) hak_pset_add_atomic(&seg->mesh.pages, idx);
+  else hak_pset_del_atomic(&seg->mesh.pages, idx);
 }
 
 /* ---------------------------------------------------------------- blocks */
@@ -497,7 +498,7 @@ void _hak_mesh_page_freed(hak_segment_t* seg, size_t idx) {
   if (e->root != NULL) e->root->naliases--;
   else if (!mesh_off && mesh_fd_ok()) _hak_os_punch(mesh_fd, e->off, MESH_SLAB);
   seg->mesh_page[hak_slot_of(idx)] = NULL;
-  __atomic_fetch_and(page_word(&seg->mesh.pages, idx), ~page_bit(idx), __ATOMIC_RELAXED);
+  hak_pset_del_atomic(&seg->mesh.pages, idx);
   entry_drop(e);
 }
 

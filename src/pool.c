@@ -217,8 +217,7 @@ static bool pool_claim(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned n
 hak_warm hak_segment_t* _hak_pool_take(hak_heap_t* h, size_t cls, pages_from_t from, size_t* idx_out, bool* zero) {
   unsigned npages = _hak_class_pages[cls];
   uint32_t bsize = _hak_class_size[cls];
-  /* blocks that span pages go from the top of segments advised for huge
-   * pages (find_run); elsewhere the order does not matter and stays */
+  /* where in a segment (seg_top) */
   int place = bsize >= HAK_EXACT_MIN ? 2 : bsize > HAK_OS_PAGE ? 1 : 0;
   hak_segment_t* seg = NULL;
   size_t idx = HAK_PAGES_PER_SEG;
@@ -258,7 +257,7 @@ hak_warm static hak_segment_t* pool_give_locked(hak_heap_t* h, hak_segment_t* se
   atomic_fetch_and_explicit(&seg->xremote[idx >> 6], ~((uint64_t)1 << (idx & 63)), memory_order_relaxed);
   atomic_fetch_sub_explicit(&_hak_stat_slab_pages, n, memory_order_relaxed);
   atomic_fetch_add_explicit(&_hak_pool_gives, 1, memory_order_relaxed);
-  /* a pointer into a free run finds no slab (hak_slab_of: slabs[0]) */
+  /* a pointer into a free run finds no slab (the map keeps only the head) */
   hak_pmap_set(seg, idx, n, true);
   hak_pset_add_run(&seg->pool.free_pages, idx, n);
   seg->used_pages -= n;
