@@ -114,9 +114,12 @@ hak_warm static hak_noinline void* realloc_slow(void* p, size_t n) {
     return NULL;
   }
   hak_ptr_t r;
-  if (hak_ptr_classify(p, &r) == HAK_SEG_LARGE && hak_large_live_at(r.seg, p)) {
-    size_t usable = hak_large_usable(r.seg);
-    void* q = _hak_large_realloc(r.seg, p, n);   /* NULL: it moves by copy, here */
+  hak_segment_t* seg = NULL;
+  if (hak_ptr_classify(p, &r) == HAK_SEG_LARGE && hak_large_live_at(r.seg, p)) seg = r.seg;
+  else (void)_hak_huge_aligned_lookup(p, &seg);   /* resized as large blocks are, not by the half rule */
+  if (seg != NULL) {
+    size_t usable = hak_large_usable(seg);
+    void* q = _hak_large_realloc(seg, p, n);   /* NULL: it moves by copy, here */
     return q != NULL ? q : realloc_move(p, n, usable);
   }
   size_t usable = _hak_usable_size(p, "realloc");

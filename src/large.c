@@ -416,11 +416,11 @@ bool _hak_large_recently_freed(const void* p) {
 
 /* The new size fits the mapping (it has headroom); when it shrank a lot,
  * the tail beyond the headroom a new block of this size would get is given
- * back. */
+ * back (a huge-aligned block's too: its tail is the mapping's tail). */
 static void* resize_in_map(hak_segment_t* seg, void* p, size_t size, size_t new_map, size_t usable) {
   size_t off = seg->large.off;
   size_t keep = _hak_bigcache_map_size(new_map);
-  if (size < seg->large.size && keep < seg->map_size && seg->map_size - keep >= (size_t)256 * 1024 && !seg->large.huge_aligned) {
+  if (size < seg->large.size && keep < seg->map_size && seg->map_size - keep >= (size_t)256 * 1024) {
     if (_hak_os_unmap((uint8_t*)seg + keep, seg->map_size - keep)) {
       large_account(0, seg->map_size - keep);
       seg->map_size = keep;

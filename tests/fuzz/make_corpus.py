@@ -88,6 +88,9 @@ seeds = {
     # regression: bug 1 (realloc of a 0-byte block aligned above 2 MiB returned NULL)
     'regress-realloc-zero-huge-aligned': op(MEMALIGN, 0, align(8 << 20), size(0)) + op(REALLOC, 0, size(112))
                                          + op(ALIGNED_ALLOC, 1, align(4 << 20), size(0)) + op(REALLOC, 1, size(0)),
+    # regression: a block aligned above 2 MiB shrunk by realloc kept its whole usable size (half rule)
+    'regress-realloc-shrink-huge-aligned': op(MEMALIGN, 0, align(4 << 20), size(64 << 20))
+                                           + op(REALLOC, 0, size(57663455)) + op(REALLOC, 0, size(40886052)),
 }
 
 here = os.path.dirname(os.path.abspath(__file__))
