@@ -35,6 +35,7 @@ hak_warm void _hak_release_pass(uint64_t now) {
   if (age) _hak_bigcache_expire(age);
   _hak_pool_abandoned_tick(false);
   _hak_heaps_idle_tick(now, delay);
+  _hak_park_pass(now, false);
 }
 
 /* Periodic check from a heap's slow path. */
@@ -45,6 +46,7 @@ hak_warm void _hak_heap_release_tick(hak_heap_t* h) {
   uint64_t delay = (uint64_t)hak_opt(DECOMMIT_DELAY_MS);
   h->tick.next_ms = now + (delay / 2 > 1 ? delay / 2 : 1);   /* a page goes after 1..2 ticks */
   _hak_release_pass(now);
+  _hak_park_refresh(h);
   _hak_heap_reserve_tick(h);
   _hak_scavenge_tick(h, now, delay);
   _hak_background_wake();

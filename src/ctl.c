@@ -175,6 +175,7 @@ static const ctl_t ctl_table[] = {
     FIG_U64("stats.large.nmalloc", large_nmalloc),
     FIG_U64("stats.large.nfree", large_nfree),
     FIG_U64("stats.threads.idle_slabs", idle_slabs),
+    FIG_U64("stats.threads.park_slabs", park_slabs),
     FIG_U64("stats.small.surplus_pages", pool_surplus_pages),
     FIG("stats.bigcache.resident", bigcache_resident),
     FIG("stats.bigcache.mapped", bigcache_mapped),

@@ -9,6 +9,11 @@
 hak_heap_t _hak_heap_empty = {.direct = {[0 ... HAK_DIRECT_N - 1] = &_hak_heap_empty.cls[0]},
                               .cls = {[0 ... HAK_NCLASSES - 1] = {.cur = &_hak_slab_empty}}};
 __thread hak_heap_t* _hak_tls_heap __attribute__((tls_model("initial-exec"))) = &_hak_heap_empty;
+/* The heap the thread owns (NULL: none yet, or it exited).  _hak_tls_heap
+ * is the same heap but for a moment while park.c hands a sleeping thread's
+ * slabs over: then the empty heap, so that a thread waking meanwhile takes
+ * the slow path and waits (init.c). */
+__thread hak_heap_t* _hak_tls_own __attribute__((tls_model("initial-exec")));
 /* ---------------------------------------------------------------- heap pool */
 static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 static hak_heap_t* heap_pool;      /* released heaps */
@@ -77,8 +82,21 @@ hak_warm hak_heap_t* _hak_heap_acquire(void) {
 static void heap_release_to_pool(hak_heap_t* h) {
   hak_lock(&heap_lock);
   h->in_use = 0;
+  h->thread.slot = NULL;   /* the thread's slot is about to be freed with it: park.c keeps off */
+  h->thread.tid = 0;
   h->next_free = heap_pool;
   heap_pool = h;
+  hak_unlock(&heap_lock);
+}
+
+/* The owner names itself for park.c: where its heap pointer is, its thread
+ * id, its signal mask. */
+hak_warm void _hak_heap_bind(hak_heap_t* h, hak_heap_t** slot, int32_t tid, uint64_t mask) {
+  hak_lock(&heap_lock);
+  h->thread.slot = slot;
+  h->thread.tid = tid;
+  h->thread.mask = mask;
+  __atomic_store_n(&h->thread.mask_stale, 0, __ATOMIC_RELAXED);
   hak_unlock(&heap_lock);
 }
 
@@ -100,14 +118,9 @@ static void slab_abandon(hak_heap_t* h, hak_slab_t* s) {
   atomic_fetch_add_explicit(&_hak_abandoned_pages, s->npages, memory_order_relaxed);
 }
 
-/* Hand every slab and segment of h to the abandoned list; h goes back to the
- * pool.  Called at thread exit, by the owner inside hak_heap_enter (init.c),
- * whose hak_heap_leave this makes. */
-hak_warm void _hak_heap_abandon(hak_heap_t* h) {
-  if (h == NULL || h == &_hak_heap_empty) return;
-  hak_assert_cmp(h->in_use, ==, 1);
-  hak_assert_cmp(h->busy_depth, ==, 1);
-  _hak_mesh_heap_exit(h);   /* meshed slabs become ordinary ones: nobody owns them next */
+/* Every slab of h to the abandoned list, its segments with them (h keeps
+ * none; the empty ones are given back); h's xbusy held. */
+static void heap_abandon_slabs(hak_heap_t* h) {
   for (size_t c = 0; c < HAK_NCLASSES; c++) {
     hak_slab_t* s = h->cls[c].cur == &_hak_slab_empty ? NULL : h->cls[c].cur;
     hak_avail_clear(h, c);
@@ -117,11 +130,8 @@ hak_warm void _hak_heap_abandon(hak_heap_t* h) {
       slab_abandon(h, s);
       s = next;
     }
-    atomic_fetch_add_explicit(&_hak_stat_nmalloc_dead[c], h->cls[c].nmalloc, memory_order_relaxed);
-    hak_counter_set(&h->cls[c].nmalloc, 0);
+    h->lend.slab[c] = NULL;   /* (loans: from slabs that are not h's now) */
   }
-  atomic_fetch_add_explicit(&_hak_stat_refills_dead, h->refills, memory_order_relaxed);
-  hak_counter_set(&h->refills, 0);
   hak_slab_t* s = h->full;
   h->full = NULL;
   while (s) {
@@ -131,34 +141,73 @@ hak_warm void _hak_heap_abandon(hak_heap_t* h) {
     s = next;
   }
   _hak_pool_abandon(h);
+}
+
+/* Hand every slab and segment of h to the abandoned list; h goes back to the
+ * pool.  Called at thread exit, by the owner inside hak_heap_enter (init.c),
+ * whose hak_heap_leave this makes. */
+hak_warm void _hak_heap_abandon(hak_heap_t* h) {
+  if (h == NULL || h == &_hak_heap_empty) return;
+  hak_assert_cmp(h->in_use, ==, 1);
+  hak_assert_cmp(h->busy_depth, ==, 1);
+  _hak_mesh_heap_exit(h);   /* meshed slabs become ordinary ones: nobody owns them next */
+  heap_abandon_slabs(h);
+  for (size_t c = 0; c < HAK_NCLASSES; c++) {
+    atomic_fetch_add_explicit(&_hak_stat_nmalloc_dead[c], h->cls[c].nmalloc, memory_order_relaxed);
+    hak_counter_set(&h->cls[c].nmalloc, 0);
+  }
+  atomic_fetch_add_explicit(&_hak_stat_refills_dead, h->refills, memory_order_relaxed);
+  hak_counter_set(&h->refills, 0);
   hak_heap_leave(h);   /* h has no slab left; the next thread to take it waits on nothing */
   heap_release_to_pool(h);
   _hak_pool_abandoned_tick(false);   /* a thread exit is a slow path too: collect what others freed into exited threads' slabs */
 }
 
+/* A sleeping thread's heap, held by park.c (xbusy, and the thread's heap
+ * pointer moved aside): its slabs become the process's, as at its exit, and
+ * the heap stays the thread's, empty.  How many slabs it had. */
+hak_warm size_t _hak_heap_give_slabs(hak_heap_t* h) {
+  if (h->members == NULL) return 0;
+  size_t n = 0;
+  for (hak_member_t* m = h->members; m != NULL; m = m->next) n += m->used;
+  heap_abandon_slabs(h);
+  return n;
+}
+
 /* The abandoned slabs `mask` of seg are h's now (pool.c, _hak_pool_adopt):
  * collect each, release the empty ones, put the rest on h's lists. */
+/* Abandoned slab s is h's now: collect it, release it when empty (true:
+ * that was h's last slab in its segment, which may be gone), else put it on
+ * h's lists. */
+static bool heap_adopt_one(hak_heap_t* h, hak_slab_t* s) {
+  hak_assert_cmp(hak_load_relaxed(&s->xowner), ==, HAK_OWNER_ABANDONED);
+  atomic_fetch_sub_explicit(&_hak_abandoned_pages, s->npages, memory_order_relaxed);
+  atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
+  s->next = s->prev = NULL;
+  if (!_hak_slab_collect(s)) _hak_slab_look_again(s, h);
+  if (hak_slab_is_empty(s)) return _hak_slab_release(h, s);
+  atomic_fetch_add_explicit(&_hak_stat_adopt_pages, s->npages, memory_order_relaxed);
+  if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) {
+    hak_avail_push(h, s);
+  } else {
+    _hak_slab_to_full(h, s);
+  }
+  return false;
+}
+
 void _hak_heap_adopt(hak_heap_t* h, hak_segment_t* seg, const hak_pset_t* mask) {
   hak_pset_t stale;
   _hak_seg_take_remote(seg, mask, &stale);   /* every slab is collected below: their bits are stale */
-  for (size_t i = hak_pset_next(mask, 0); i < HAK_PAGES_PER_SEG; i = hak_pset_next(mask, i + 1)) {
-    hak_slab_t* s = hak_slab_at(seg, i);
-    hak_assert_cmp(hak_load_relaxed(&s->xowner), ==, HAK_OWNER_ABANDONED);
-    atomic_fetch_sub_explicit(&_hak_abandoned_pages, s->npages, memory_order_relaxed);
-    atomic_store_explicit(&s->xowner, (uintptr_t)h, memory_order_seq_cst);
-    s->next = s->prev = NULL;
-    if (!_hak_slab_collect(s)) _hak_slab_look_again(s, h);
-    if (hak_slab_is_empty(s)) {
-      if (_hak_slab_release(h, s)) break;   /* h's last slab there: the segment may be gone */
-      continue;
-    }
-    atomic_fetch_add_explicit(&_hak_stat_adopt_pages, s->npages, memory_order_relaxed);
-    if (s->free != NULL || hak_slab_bump(s, s->carved) < hak_slab_limit(s)) {
-      hak_avail_push(h, s);
-    } else {
-      _hak_slab_to_full(h, s);
-    }
-  }
+  for (size_t i = hak_pset_next(mask, 0); i < HAK_PAGES_PER_SEG; i = hak_pset_next(mask, i + 1))
+    if (heap_adopt_one(h, hak_slab_at(seg, i))) break;   /* the segment may be gone */
+}
+
+/* One abandoned slab of the class h needs (pool.c chose it). */
+void _hak_heap_adopt_slab(hak_heap_t* h, hak_slab_t* s) {
+  hak_pset_t one = {{0}}, stale;
+  hak_pset_add(&one, hak_slab_index(s));
+  _hak_seg_take_remote(hak_segment_of(s), &one, &stale);
+  heap_adopt_one(h, s);
 }
 
 /* Release what this heap holds empty: collect remote frees, release empty

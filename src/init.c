@@ -21,20 +21,34 @@ static _Atomic(int) thread_key_ok;
 hak_warm static void thread_done(void* arg) {
   hak_heap_t* h = arg;
   if (h == NULL || h == &_hak_heap_empty) return;
-  hak_heap_enter(h);   /* left by _hak_heap_abandon */
-  if (_hak_tls_heap == h) _hak_secure_flush(true);   /* its blocks go home while the heap is still ours */
-  if (_hak_tls_heap == h) _hak_tls_heap = &_hak_heap_empty;
+  hak_heap_enter(h);   /* left by _hak_heap_abandon; from here park.c keeps off */
+  if (_hak_tls_own == h) {
+    _hak_secure_flush(true);   /* its blocks go home while the heap is still ours */
+    hak_heap_set(&_hak_tls_heap, &_hak_heap_empty);
+    _hak_tls_own = NULL;
+  }
   _hak_prof_heap_exit(h);   /* blocks the profiler set aside go back to their slabs */
   _hak_heap_abandon(h);
 }
 
 hak_warm hak_heap_t* _hak_thread_init(void) {
   if (hak_load_acquire(&_hak_initialized) != 2) _hak_process_init();
-  if (_hak_tls_heap != &_hak_heap_empty) return _hak_tls_heap;
-  hak_heap_t* h = _hak_heap_acquire();
+  hak_heap_t* h = hak_heap_get();
+  if (h != &_hak_heap_empty) return h;
+  if (_hak_tls_own != NULL) {
+    /* park.c is handing this sleeping thread's slabs over: its heap pointer
+     * is back when the heap's xbusy is free */
+    h = _hak_tls_own;
+    hak_heap_enter(h);
+    hak_heap_leave(h);
+    hak_assert(hak_heap_get() == h);
+    return h;
+  }
+  h = _hak_heap_acquire();
   if (h == NULL) return NULL;
-  _hak_tls_heap = h;
-  if (hak_load_acquire(&thread_key_ok)) pthread_setspecific(thread_key, h);
+  _hak_tls_own = h;
+  hak_heap_set(&_hak_tls_heap, h);
+  if (hak_load_acquire(&thread_key_ok) && pthread_setspecific(thread_key, h) == 0) _hak_park_bind(h, &_hak_tls_heap);
   return h;
 }
 
@@ -79,7 +93,7 @@ static void fork_child(void) {
   _hak_segments_fork_child();
   _hak_pool_fork_child();
   _hak_background_fork_child();
-  _hak_heaps_fork_child(_hak_tls_heap);
+  _hak_heaps_fork_child(hak_heap_get());
 }
 
 /* ---------------------------------------------------------------- process */
@@ -126,7 +140,7 @@ hak_warm __attribute__((constructor(101))) static void hak_constructor(void) {
   if (hak_opt(MESH)) _hak_os_fork_register();
   _hak_limit_init();
   _hak_stats_init();
-  if (_hak_tls_heap == &_hak_heap_empty) (void)_hak_thread_init();
+  if (hak_heap_get() == &_hak_heap_empty) (void)_hak_thread_init();
   _hak_prof_init();   /* HAKMEM_PROF: after the options (it may dlopen libunwind) */
 }
 

@@ -394,7 +394,7 @@ typedef enum { HAK_SEG_SMALL = 1, HAK_SEG_LARGE = 2 } hak_seg_kind_t;
  * every segment.  An entry with heap NULL and a mask holds the slabs of
  * exited threads (at most one per segment).  Entries change under the pool
  * lock; an owner reads its own mask without it. */
-#define HAK_SEG_MEMBERS 16
+#define HAK_SEG_MEMBERS 64
 typedef struct hak_member_s {
   struct hak_heap_s* heap;           /* NULL: abandoned slabs (mask != 0) or a free entry (mask == 0) */
   hak_pset_t mask;                   /* the heap's slabs in this segment (head pages) */
@@ -412,6 +412,7 @@ typedef struct {
   struct hak_segment_s* abprev;
   uint8_t abandoned;                 /* on the abandoned list */
   uint8_t listed;                    /* on the pool's list of segments with free pages */
+  uint8_t members_hw;                /* member entries ever used (the rest stay untouched) */
 } hak_seg_pool_t;
 /* release.c's aging of free pages (_hak_segment_age) */
 typedef struct {
@@ -488,7 +489,6 @@ typedef struct hak_segment_s {
    * first remote free since their owner last collected them; set by the
    * freeing thread, taken by the owner (remote.c, _hak_heap_collect_remote) */
   _Atomic(uint64_t) xremote[HAK_PSET_WORDS];
-  hak_member_t members[HAK_SEG_MEMBERS];   /* pool.c, under the pool lock */
   /* per feature (both kinds, or read for both) */
   hak_seg_pool_t pool;
   hak_seg_age_t age;
@@ -520,6 +520,7 @@ typedef struct hak_segment_s {
   struct hak_mesh_s* mesh_page[HAK_SEG_SLOTS];   /* mesh.c: the entry of a meshed slab */
   uint16_t nphantom[HAK_SEG_SLOTS];              /* scavenge.c: the blocks on pages given back
                                                     * (phantoms: neither free nor live, not in `used`) */
+  hak_member_t members[HAK_SEG_MEMBERS];         /* pool.c, under the pool lock */
 } hak_segment_t;
 
 /* A slab of n pages whose head page starts a window and that spans the
@@ -695,6 +696,16 @@ typedef struct hak_heap_s {
     uint64_t gap_ms;                 /* ... and the gap after it (longer while passes find nothing) */
   } scav;
   uint32_t in_use;
+  /* the owning thread, for park.c (set by the owner at its start, read
+   * under the heap lock): its heap pointer's slot, its id, its signal mask
+   * then (bits of signals 1..64; mask_stale: park.c asks for it again) */
+  struct {
+    struct hak_heap_s** slot;
+    int32_t tid;
+    uint32_t mask_stale;
+    uint64_t mask;
+    uint32_t parking;                /* debug build: park.c holds the heap (hak_heap_enter checks) */
+  } thread;
   struct {                           /* limit.c */
     uint64_t epoch;                  /* the last memory-limit release this heap answered */
   } limit;
@@ -730,8 +741,12 @@ typedef struct hak_heap_s {
 extern hak_heap_t _hak_heap_empty;
 extern hak_slab_t _hak_slab_empty;
 extern __thread hak_heap_t* _hak_tls_heap __attribute__((tls_model("initial-exec")));
+extern __thread hak_heap_t* _hak_tls_own __attribute__((tls_model("initial-exec")));
 
-hak_inline hak_heap_t* hak_heap_get(void) { return _hak_tls_heap; }
+/* The thread's heap for the fast paths.  Another thread may store to it
+ * while this one sleeps (park.c), hence an atomic load: a plain mov. */
+hak_inline hak_heap_t* hak_heap_get(void) { return __atomic_load_n(&_hak_tls_heap, __ATOMIC_RELAXED); }
+hak_inline void hak_heap_set(hak_heap_t** slot, hak_heap_t* h) { __atomic_store_n(slot, h, __ATOMIC_RELEASE); }
 void _hak_heap_wait(hak_heap_t* h);
 
 
@@ -777,6 +792,7 @@ void  _hak_abandoned_collect(hak_segment_t* seg, const hak_pset_t* mask, hak_pse
 extern _Atomic(uint64_t) _hak_stat_reclaimed_slabs, _hak_stat_reclaimed_pages, _hak_stat_abandon_pages, _hak_stat_adopt_pages;
 /* heap.c */
 void  _hak_heap_adopt(hak_heap_t* h, hak_segment_t* seg, const hak_pset_t* mask);   /* an exited thread's slabs */
+void  _hak_heap_adopt_slab(hak_heap_t* h, hak_slab_t* s);   /* one of them, from _hak_pool_adopt_slab */
 void  _hak_heap_abandon(hak_heap_t* heap);
 hak_heap_t* _hak_heap_acquire(void);
 void  _hak_heaps_fork_prepare(void);
@@ -784,6 +800,13 @@ void  _hak_heaps_fork_parent(void);
 void  _hak_heaps_fork_child(hak_heap_t* self);
 void  _hak_collect_heap(hak_heap_t* heap);
 void  _hak_heaps_foreach(void (*fn)(hak_heap_t*, void*), void* arg);
+void  _hak_heap_bind(hak_heap_t* h, hak_heap_t** slot, int32_t tid, uint64_t mask);
+size_t _hak_heap_give_slabs(hak_heap_t* h);   /* park.c: a sleeping thread's slabs to the process */
+/* park.c: a sleeping thread's slabs given to the process */
+void  _hak_park_bind(hak_heap_t* h, hak_heap_t** slot);
+void  _hak_park_refresh(hak_heap_t* h);
+size_t _hak_park_pass(uint64_t now, bool growing);
+extern _Atomic(uint64_t) _hak_stat_park_heaps, _hak_stat_park_slabs;
 /* refill.c */
 void* _hak_malloc_generic(hak_heap_t* heap, size_t size, size_t align, uintptr_t site);
 /* free.c */
@@ -844,6 +867,7 @@ bool  _hak_pool_give(hak_heap_t* h, hak_segment_t* seg, size_t idx, unsigned npa
 size_t _hak_pool_find_run(const hak_pset_t* bits, unsigned n, bool top);   /* where a run of n pages of bits goes */
 void  _hak_pool_abandon(hak_heap_t* h);
 hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, hak_pset_t* mask);
+hak_slab_t* _hak_pool_adopt_slab(hak_heap_t* h, size_t cls);   /* one abandoned slab of cls with room */
 void  _hak_pool_abandoned_tick(bool force);
 size_t _hak_pool_give_taken(hak_heap_t* h, unsigned (*take)(hak_heap_t*, hak_slab_t*));
 size_t _hak_heaps_idle_tick(uint64_t now, uint64_t delay);
@@ -1044,6 +1068,7 @@ bool  _hak_os_close(int fd);
 int   _hak_os_dup_cloexec(int fd, int min);
 bool  _hak_os_file_id(int fd, bool cloexec, hak_file_id_t* id);
 bool  _hak_os_read_small(const char* path, char* buf, size_t n);
+int32_t _hak_os_gettid(void);
 bool  _hak_os_copy_data(int to, int from, const void* src, uint64_t off, size_t len);
 int   _hak_os_memfd(void);
 bool  _hak_os_map_file_at(void* addr, size_t size, int fd, uint64_t off);
@@ -1095,6 +1120,7 @@ typedef struct {
   size_t large_live, large_allocated, large_mapped;   /* live large blocks: count, usable bytes, their mappings */
   uint64_t large_nmalloc, large_nfree;
   uint64_t idle_slabs, pool_surplus_pages;   /* slabs taken from idle heaps (heap.c), free pages aged by count (pool.c) */
+  uint64_t park_slabs;                       /* slabs sleeping threads gave (park.c) */
   size_t bigcache_resident, bigcache_mapped, batch_mapped, quarantine_mapped;
   hak_class_figures_t cls[HAK_NCLASSES];
   hak_os_stats_t os;

@@ -69,6 +69,8 @@ typedef enum {
     "after scattered frees, a class about to take new pages takes holes of a slightly larger class first (default build)") \
   X(SCAVENGE,     "HAKMEM_SCAVENGE",     BOOL, 0, !HAK_SECURE, !HAK_SECURE, 0, 1, \
     "give back the free 4 KiB pages inside sparse slabs (not with HAKMEM_MESH=1; not in the secure build)") \
+  X(PARK,         "HAKMEM_PARK",         BOOL, 0, 1, 1, 0, 1, \
+    "a thread asleep in the kernel gives the slabs of its heap to the threads that run (x86-64)") \
   X(MESH,         "HAKMEM_MESH",         BOOL, 0, 0, 0, 0, 1, \
     "compact sparse small-block slabs by meshing them onto shared pages (memfd; see docs/DESIGN.md)") \
   X(SECURE_QUARANTINE, "HAKMEM_SECURE_QUARANTINE", SIZE, 256 << 10, 256 << 10, 256 << 10, 0, (long long)1 << 30, \

@@ -250,6 +250,9 @@ hak_warm bool _hak_os_read_small(const char* path, char* buf, size_t n) {
   return true;
 }
 
+/* The calling thread's kernel id (park.c names a thread's /proc entry by it). */
+hak_warm int32_t _hak_os_gettid(void) { return (int32_t)syscall(SYS_gettid); }
+
 /* Current RSS from /proc/self/statm. */
 size_t _hak_os_rss_bytes(void) {
   char buf[128];

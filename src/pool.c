@@ -15,6 +15,11 @@ _Atomic(size_t) _hak_pool_segs;         /* segments on pool_avail */
 _Atomic(int) _hak_abandoned_hint;       /* a remote free reached an abandoned slab */
 _Atomic(uint64_t) _hak_stat_seg_abandon_total, _hak_stat_seg_adopt_total, _hak_stat_seg_emptied_total;
 _Atomic(size_t) _hak_abandoned_pages;
+/* Every abandoned slab, also by class (linked through its next/prev, which
+ * no heap list uses while it is abandoned), so that a heap that needs a slab
+ * of a class adopts one with room rather than new pages (_hak_pool_adopt_slab). */
+static hak_slab_t *ab_cls[HAK_NCLASSES], *ab_cls_tail[HAK_NCLASSES];
+static _Atomic(uint32_t) ab_cls_n[HAK_NCLASSES];
 static size_t pool_low[2] = {SIZE_MAX, SIZE_MAX};   /* the fewest retained bytes at a take: since the last tick, and the tick before (aging) */
 
 /* How many segments of the pool (beyond the heap's own) a heap looks at for
@@ -92,11 +97,34 @@ static void ab_unlink(hak_segment_t* seg) {
   atomic_fetch_sub_explicit(&_hak_seg_abandoned, 1, memory_order_relaxed);
 }
 
+static void ab_slab_link(hak_slab_t* s) {   /* at the tail */
+  s->next = NULL;
+  s->prev = ab_cls_tail[s->cls];
+  if (s->prev != NULL) s->prev->next = s;
+  else ab_cls[s->cls] = s;
+  ab_cls_tail[s->cls] = s;
+  atomic_fetch_add_explicit(&ab_cls_n[s->cls], 1, memory_order_relaxed);
+}
+static void ab_slab_unlink(hak_slab_t* s) {
+  if (s->prev != NULL) s->prev->next = s->next;
+  else ab_cls[s->cls] = s->next;
+  if (s->next != NULL) s->next->prev = s->prev;
+  else ab_cls_tail[s->cls] = s->prev;
+  s->next = s->prev = NULL;
+  atomic_fetch_sub_explicit(&ab_cls_n[s->cls], 1, memory_order_relaxed);
+}
+static void ab_slabs_link(hak_segment_t* seg, const hak_pset_t* mask) {
+  for (size_t i = hak_pset_next(mask, 0); i < HAK_PAGES_PER_SEG; i = hak_pset_next(mask, i + 1)) ab_slab_link(hak_slab_at(seg, i));
+}
+static void ab_slabs_unlink(hak_segment_t* seg, const hak_pset_t* mask) {
+  for (size_t i = hak_pset_next(mask, 0); i < HAK_PAGES_PER_SEG; i = hak_pset_next(mask, i + 1)) ab_slab_unlink(hak_slab_at(seg, i));
+}
+
 /* ---------------------------------------------------------------- member entries (pool lock) */
 /* h's entry in seg (h NULL: the abandoned entry), or NULL. */
 /* (a member entry is in use while it has slabs; `used` counts them) */
 static hak_member_t* member_of(hak_segment_t* seg, const hak_heap_t* h) {
-  for (size_t i = 0; i < HAK_SEG_MEMBERS; i++)
+  for (size_t i = 0; i < seg->pool.members_hw; i++)
     if (seg->members[i].used != 0 && seg->members[i].heap == h) return &seg->members[i];
   return NULL;
 }
@@ -130,6 +158,8 @@ static void member_add(hak_heap_t* h, hak_segment_t* seg, size_t idx) {
   if (m == NULL) {
     m = member_slot(seg);
     hak_assert(m != NULL);
+    size_t i = (size_t)(m - seg->members);
+    if (i >= seg->pool.members_hw) seg->pool.members_hw = (uint8_t)(i + 1);
     member_link(h, m);
   }
   hak_pset_add(&m->mask, idx);
@@ -337,6 +367,7 @@ hak_warm void _hak_pool_abandon(hak_heap_t* h) {
     hak_member_t* m = h->members;
     hak_segment_t* seg = hak_segment_of(m);
     hak_member_t* a = member_of(seg, NULL);   /* the segment's abandoned entry, if any */
+    ab_slabs_link(seg, &m->mask);
     member_unlink(h, m);   /* m->heap = NULL: m is an abandoned entry now ... */
     if (a != NULL) {   /* ... unless the segment has one: one per segment */
       hak_pset_or(&a->mask, &a->mask, &m->mask);
@@ -360,6 +391,7 @@ hak_warm hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, hak_pset_t* 
     hak_member_t* a = member_of(seg, NULL);
     hak_member_t* mine = member_of(seg, h);
     *mask = a->mask;
+    ab_slabs_unlink(seg, &a->mask);
     if (mine != NULL) {
       hak_pset_or(&mine->mask, &mine->mask, &a->mask);
       mine->used += a->used;
@@ -372,6 +404,48 @@ hak_warm hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, hak_pset_t* 
   }
   hak_unlock(&pool_lock);
   return seg;
+}
+
+/* Blocks an abandoned slab could hand out once its remote frees are in. */
+static uint32_t ab_room(const hak_slab_t* s) {
+  uint32_t cap = hak_slab_limit(s) / s->bsize, out = __atomic_load_n(&s->used, __ATOMIC_RELAXED);
+  uint32_t back = hak_xf_count(hak_load_relaxed(&s->xthread_free));
+  return out - back < cap ? cap - (out - back) : 0;
+}
+
+/* An abandoned slab of class cls with room becomes h's (the caller collects
+ * it): of the first few, the fullest that has an eighth of its blocks free,
+ * so that the sparse ones drain and go back; NULL when none has. */
+#define AB_SCAN 16
+hak_warm hak_slab_t* _hak_pool_adopt_slab(hak_heap_t* h, size_t cls) {
+  if (hak_load_relaxed(&ab_cls_n[cls]) == 0) return NULL;
+  hak_lock(&pool_lock);
+  hak_slab_t *best = NULL, *s = ab_cls[cls], *next;
+  uint32_t best_room = UINT32_MAX;
+  for (unsigned k = 0; s != NULL && k < AB_SCAN; s = next, k++) {
+    next = s->next;
+    uint32_t room = ab_room(s), cap = hak_slab_limit(s) / s->bsize;
+    if (room < cap / 8 + 1) {   /* to the back: the next look starts with others */
+      if (next != NULL) {
+        ab_slab_unlink(s);
+        ab_slab_link(s);
+      }
+      continue;
+    }
+    if (room >= best_room || !member_room(hak_segment_of(s), h)) continue;
+    best = s;
+    best_room = room;
+  }
+  if (best != NULL) {
+    hak_segment_t* seg = hak_segment_of(best);
+    size_t idx = hak_slab_index(best);
+    ab_slab_unlink(best);
+    member_drop(NULL, seg, idx);   /* (the segment leaves the abandoned list with its last) */
+    member_add(h, seg, idx);
+    hak_assert_expensive(pool_seg_valid(seg));
+  }
+  hak_unlock(&pool_lock);
+  return best;
 }
 
 /* The clock of abandoned slabs (nobody owns them), driven by heaps' slow
@@ -401,6 +475,7 @@ hak_warm void _hak_pool_abandoned_tick(bool force) {
     _hak_abandoned_collect(seg, &a->mask, &bits);   /* the slabs the remote frees emptied */
     for (size_t idx = hak_pset_next(&bits, 0); idx < HAK_PAGES_PER_SEG; idx = hak_pset_next(&bits, idx + 1)) {
       unsigned n = hak_slab_at(seg, idx)->npages;
+      ab_slab_unlink(hak_slab_at(seg, idx));
       _hak_slab_clear(hak_slab_at(seg, idx));
       atomic_fetch_sub_explicit(&_hak_abandoned_pages, n, memory_order_relaxed);
       if (pool_give_walking(NULL, seg, idx, n, &emptied)) break;   /* (counted as emptied while abandoned) */

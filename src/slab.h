@@ -56,6 +56,9 @@ static inline void hak_avail_clear(hak_heap_t* h, size_t cls) {
  * it does: the owner waits for it here (heap.c, idle heaps). */
 hak_inline void hak_heap_enter(hak_heap_t* h) {
   if (h == &_hak_heap_empty || h->busy_depth++ != 0) return;
+  /* while park.c holds the heap, only a thread whose heap pointer it moved
+   * aside may wait here (init.c): any other entry ran on a heap taken */
+  hak_assert(!__atomic_load_n(&h->thread.parking, __ATOMIC_RELAXED) || hak_heap_get() == &_hak_heap_empty);
   if (hak_unlikely(atomic_exchange_explicit(&h->xbusy, 1, memory_order_acquire) != 0)) _hak_heap_wait(h);
   hak_store_relaxed(&h->slow_n, hak_load_relaxed(&h->slow_n) + 1);
 }

@@ -112,7 +112,8 @@ static void report_pages(hak_sbuf_t* sb) {
   _hak_sb_add(sb,
          "threads: abandoned segments=%llu slab_pages=%llu; adopted segments=%llu slab_pages=%llu; "
          "reclaimed slabs=%llu slab_pages=%llu; emptied while abandoned segments=%llu; "
-         "taken from idle heaps slabs=%llu slab_pages=%llu\n",
+         "taken from idle heaps slabs=%llu slab_pages=%llu; "
+         "given by sleeping threads heaps=%llu slabs=%llu\n",
          (unsigned long long)hak_load_relaxed(&_hak_stat_seg_abandon_total),
          (unsigned long long)hak_load_relaxed(&_hak_stat_abandon_pages),
          (unsigned long long)hak_load_relaxed(&_hak_stat_seg_adopt_total),
@@ -121,7 +122,9 @@ static void report_pages(hak_sbuf_t* sb) {
          (unsigned long long)hak_load_relaxed(&_hak_stat_reclaimed_pages),
          (unsigned long long)hak_load_relaxed(&_hak_stat_seg_emptied_total),
          (unsigned long long)hak_load_relaxed(&_hak_stat_idle_slabs),
-         (unsigned long long)hak_load_relaxed(&_hak_stat_idle_pages));
+         (unsigned long long)hak_load_relaxed(&_hak_stat_idle_pages),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_park_heaps),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_park_slabs));
 }
 
 static void report_os(hak_sbuf_t* sb) {
@@ -287,6 +290,7 @@ void _hak_figures(hak_figures_t* f) {
   f->large_nmalloc = hak_load_relaxed(&_hak_stat_large_allocs);
   f->large_nfree = hak_load_relaxed(&_hak_stat_large_frees);
   f->idle_slabs = hak_load_relaxed(&_hak_stat_idle_slabs);
+  f->park_slabs = hak_load_relaxed(&_hak_stat_park_slabs);
   f->pool_surplus_pages = hak_load_relaxed(&_hak_stat_pool_surplus);
   f->large_live = (size_t)(f->large_nmalloc - f->large_nfree);
   f->large_allocated = (size_t)hak_load_relaxed(&_hak_stat_large_usable);

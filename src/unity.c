@@ -17,6 +17,7 @@
 #include "bigcache.c"
 #include "release.c"
 #include "background.c"
+#include "park.c"
 #include "limit.c"
 #include "mesh.c"
 #include "scavenge.c"

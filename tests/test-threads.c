@@ -29,6 +29,10 @@
  *        same, and the blocks it kept keep their bytes (run_idle).
  *   idle-race [ROUNDS]  the same while main wakes at any moment; the
  *        blocks it keeps are checked (run_idle_race).
+ *   park-race [ROUNDS]  as idle-race, with the slabs main's heap gives
+ *        while it sleeps (park.c) counted: main wakes at any moment.
+ *   park-signal  a thread asleep in a signal handler keeps its slabs, and
+ *        gives them once asleep outside it (run_park_signal).
  *   phases [KEEP]  4 threads move through four size bands together, each
  *        band's blocks freed (KEEP: a fifth kept) before the next: with
  *        HT_PEAK_MB, the peak RSS must stay under it (run_phases).
@@ -876,16 +880,19 @@ static void* race_worker(void* arg) {
   }
   return NULL;
 }
-static uint64_t idle_taken(void) {
+static const char* race_counter = "stats.threads.idle_slabs";   /* park-race: park_slabs */
+static uint64_t ctl_u64(const char* name) {
   uint64_t v = 0, epoch = 1;
   size_t vl = sizeof v;
   if (!ht_has_hakmem()) return 0;
   t_ctl("epoch", NULL, NULL, &epoch, sizeof epoch);
-  t_ctl("stats.threads.idle_slabs", &v, &vl, NULL, 0);
+  t_ctl(name, &v, &vl, NULL, 0);
   return v;
 }
+static uint64_t idle_taken(void) { return ctl_u64(race_counter); }
 static int run_idle_race(int rounds) {
-  printf("idle-race: %d batches made by main, freed by 2 workers, main sleeping between them\n", rounds);
+  printf("%s: %d batches made by main, freed by 2 workers, main sleeping between them\n",
+         strcmp(race_counter, "stats.threads.idle_slabs") == 0 ? "idle-race" : "park-race", rounds);
   pthread_t w[2];
   atomic_store(&race_stop, 0);
   for (int i = 0; i < 2; i++) pthread_create(&w[i], NULL, race_worker, (void*)(intptr_t)(i + 1));
@@ -951,6 +958,79 @@ static int run_idle_race(int rounds) {
     fail("no slab was taken from main while it slept: the test did not test");
   printf("  %zu kept blocks checked and freed; %llu slabs taken from main while it slept\n", checked, (unsigned long long)taken);
   (void)nkept;
+  return 0;
+}
+
+/* park-signal: a thread asleep inside a signal handler may have been
+ * stopped in the middle of a fast path; its heap must not be taken (park.c
+ * tells it by its blocked signals).  A worker fills slabs, then blocks in a
+ * SIGUSR1 handler while main's slow paths run the release clock for 300 ms:
+ * no slab is given.  Then it sleeps outside the handler, and the same clock
+ * takes its slabs (the test tests); its blocks keep their bytes. */
+static sem_t sig_in, sig_out, sig_after;
+static void on_usr1(int sig) {
+  (void)sig;
+  sem_post(&sig_in);
+  while (sem_wait(&sig_out) != 0) {}
+}
+static void* sig_worker(void* arg) {
+  unsigned char** v = arg;
+  for (int i = 0; i < 4096; i++) {
+    v[i] = t_malloc(16 + (size_t)(i % 61) * 16);
+    memset(v[i], i & 0xff, 16);
+  }
+  pthread_kill(pthread_self(), SIGUSR1);   /* returns once main lets the handler go */
+  sem_post(&sig_in);
+  while (sem_wait(&sig_after) != 0) {}
+  for (int i = 0; i < 4096; i++) {
+    for (int j = 0; j < 16; j++)
+      if (v[i][j] != (unsigned char)(i & 0xff)) {
+        fail("block %d of the worker was written over", i);
+        break;
+      }
+    t_free(v[i]);
+  }
+  return NULL;
+}
+static void clock_run(unsigned ms) {   /* main's slow paths, for ms: the release clock's passes */
+  uint64_t t0 = ht_now_ms();
+  void* v[256];
+  while (ht_now_ms() - t0 < ms) {
+    for (int i = 0; i < 256; i++) v[i] = t_malloc(4000 + (size_t)i * 64);
+    for (int i = 0; i < 256; i++) t_free(v[i]);
+    ht_sleep_ms(1);
+  }
+}
+static int run_park_signal(void) {
+  printf("park-signal: a worker asleep in a signal handler keeps its slabs; asleep outside it, gives them\n");
+  if (!ht_has_hakmem()) {
+    printf("  (not hakmem: skipped)\n");
+    return 0;
+  }
+  static unsigned char* v[4096];
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr1;
+  sigaction(SIGUSR1, &sa, NULL);
+  sem_init(&sig_in, 0, 0);
+  sem_init(&sig_out, 0, 0);
+  sem_init(&sig_after, 0, 0);
+  pthread_t w;
+  pthread_create(&w, NULL, sig_worker, v);
+  while (sem_wait(&sig_in) != 0) {}
+  uint64_t before = ctl_u64("stats.threads.park_slabs");
+  clock_run(300);
+  uint64_t during = ctl_u64("stats.threads.park_slabs");
+  sem_post(&sig_out);
+  while (sem_wait(&sig_in) != 0) {}   /* out of the handler, about to sleep */
+  clock_run(300);
+  uint64_t after = ctl_u64("stats.threads.park_slabs");
+  sem_post(&sig_after);
+  pthread_join(w, NULL);
+  printf("  slabs given: %llu while it slept in the handler, %llu after\n", (unsigned long long)(during - before),
+         (unsigned long long)(after - during));
+  if (during != before) fail("slabs were taken from a thread asleep in a signal handler");
+  if (after == during) fail("no slab was taken from the worker asleep outside the handler: the test did not test");
   return 0;
 }
 
@@ -1465,6 +1545,12 @@ int main(int argc, char** argv) {
     run_idle(a2 ? (int)a2 : 3);
   if (strcmp(mode, "idle-race") == 0)
     run_idle_race(a2 ? (int)a2 : 300);
+  if (strcmp(mode, "park-race") == 0) {
+    race_counter = "stats.threads.park_slabs";
+    run_idle_race(a2 ? (int)a2 : 300);
+  }
+  if (strcmp(mode, "park-signal") == 0)
+    run_park_signal();
   if (strcmp(mode, "phases") == 0)
     run_phases((int)a2);
   if (strcmp(mode, "join") == 0 || strcmp(mode, "all") == 0)

@@ -6,7 +6,9 @@
 # bytes; and the memory of an exited thread's freed blocks going to the next
 # thread, also when a thread with room of its own allocates in between;
 # the slabs of a thread that makes no call, emptied by other threads' frees,
-# going back all the same;
+# going back all the same; the slabs of a thread asleep in the kernel given
+# to the threads that run (park.c), while it wakes at any moment, but not
+# while it sleeps in a signal handler;
 # large blocks moving by realloc while other threads map segments.
 # Every mode asserts bounds on memory, never times.
 # With no segment cache every segment that empties is unmapped at once: a
@@ -32,9 +34,13 @@ run "pages a live thread freed serve another thread without a new mapping" $T/te
 run "share, debug library" $T/test-threads-debug share
 run "reserve: the classes a thread stopped using give their empty slabs back" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-release reserve
 run "reserve, debug library" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-debug reserve
-run "idle: a thread that makes no call keeps none of the slabs other threads emptied" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-release idle 3
-run "idle, debug library" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-debug idle 2
-run "idle-race: slabs taken while their owner wakes at any moment, debug library" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-debug idle-race 300
+run "idle: a thread that makes no call keeps none of the slabs other threads emptied" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 HAKMEM_PARK=0 $T/test-threads-release idle 3
+run "idle, debug library" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 HAKMEM_PARK=0 $T/test-threads-debug idle 2
+run "idle-race: slabs taken while their owner wakes at any moment, debug library" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 HAKMEM_PARK=0 $T/test-threads-debug idle-race 300
+run "idle with sleeping threads' slabs given (park.c)" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-release idle 3
+run "park-race: a sleeping thread's slabs given while it wakes at any moment, debug library" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-debug park-race 300
+run "park-race, release library" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-release park-race 300
+run "park-signal: a thread asleep in a signal handler keeps its slabs" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-release park-signal
 run "burst: 1 GiB freed by 4 threads is given back within two decommit delays of idling" env HAKMEM_DECOMMIT_DELAY_MS=400 $T/test-threads-release burst
 run "moves: large blocks growing by realloc while others map, 4 threads" $T/test-threads-release moves 4
 run "moves, no segment cache" env HAKMEM_SEG_CACHE=0 $T/test-threads-release moves 4
