@@ -321,8 +321,10 @@ void _hak_heaps_fork_child(hak_heap_t* self) {
   /* the other threads are gone: their heaps are never locked out again nor
    * given back (one may be mid-change); ours is the forking thread's, in no
    * slow path */
-  for (hak_heap_t* h = heap_all; h != NULL; h = h->next_all)
+  for (hak_heap_t* h = heap_all; h != NULL; h = h->next_all) {
     hak_store_relaxed(&h->xbusy, h->in_use && h != self ? 1u : 0u);
+    if (h != self) h->thread.slot = NULL;   /* (park.c: a dead thread's slot may be a new thread's) */
+  }
   if (self != NULL && self != &_hak_heap_empty) self->busy_depth = 0;
   /* A thread that was notifying a remote free into one of our slabs does
    * not exist here: clear its tag, or the slab's remote list (and every
