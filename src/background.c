@@ -35,7 +35,7 @@ hak_warm void _hak_release_pass(uint64_t now) {
   if (age) _hak_bigcache_expire(age);
   _hak_pool_abandoned_tick(false);
   _hak_heaps_idle_tick(now, delay);
-  _hak_park_pass(now, false);
+  _hak_park_pass(false);
 }
 
 /* Periodic check from a heap's slow path. */

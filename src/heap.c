@@ -97,6 +97,7 @@ hak_warm void _hak_heap_bind(hak_heap_t* h, hak_heap_t** slot, int32_t tid, uint
   h->thread.tid = tid;
   h->thread.mask = mask;
   __atomic_store_n(&h->thread.mask_stale, 0, __ATOMIC_RELAXED);
+  h->thread.skip = h->thread.backoff = 0;
   hak_unlock(&heap_lock);
 }
 

@@ -18,8 +18,14 @@ static pthread_key_t thread_key;
 static _Atomic(int) thread_key_ok;
 
 /* ---------------------------------------------------------------- threads */
+/* Set once the thread's exit began: a heap it takes in a later destructor
+ * is not named to park.c (glibc runs key destructors a bounded number of
+ * times, so that heap may outlive the thread, and its slot with it). */
+static __thread bool tls_exiting __attribute__((tls_model("initial-exec")));
+
 hak_warm static void thread_done(void* arg) {
   hak_heap_t* h = arg;
+  tls_exiting = true;
   if (h == NULL || h == &_hak_heap_empty) return;
   hak_heap_enter(h);   /* left by _hak_heap_abandon; from here park.c keeps off */
   if (_hak_tls_own == h) {
@@ -48,7 +54,8 @@ hak_warm hak_heap_t* _hak_thread_init(void) {
   if (h == NULL) return NULL;
   _hak_tls_own = h;
   hak_heap_set(&_hak_tls_heap, h);
-  if (hak_load_acquire(&thread_key_ok) && pthread_setspecific(thread_key, h) == 0) _hak_park_bind(h, &_hak_tls_heap);
+  if (hak_load_acquire(&thread_key_ok) && pthread_setspecific(thread_key, h) == 0 && !tls_exiting)
+    _hak_park_bind(h, &_hak_tls_heap);
   return h;
 }
 

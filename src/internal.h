@@ -705,6 +705,7 @@ typedef struct hak_heap_s {
     uint32_t mask_stale;
     uint64_t mask;
     uint32_t parking;                /* debug build: park.c holds the heap (hak_heap_enter checks) */
+    uint32_t skip, backoff;          /* park.c (heap lock): passes to skip it, found running */
   } thread;
   struct {                           /* limit.c */
     uint64_t epoch;                  /* the last memory-limit release this heap answered */
@@ -805,7 +806,7 @@ size_t _hak_heap_give_slabs(hak_heap_t* h);   /* park.c: a sleeping thread's sla
 /* park.c: a sleeping thread's slabs given to the process */
 void  _hak_park_bind(hak_heap_t* h, hak_heap_t** slot);
 void  _hak_park_refresh(hak_heap_t* h);
-size_t _hak_park_pass(uint64_t now, bool growing);
+size_t _hak_park_pass(bool need);
 extern _Atomic(uint64_t) _hak_stat_park_heaps, _hak_stat_park_slabs;
 /* refill.c */
 void* _hak_malloc_generic(hak_heap_t* heap, size_t size, size_t align, uintptr_t site);

@@ -118,7 +118,8 @@ hak_warm static hak_slab_t* heap_slab_new(hak_heap_t* h, size_t cls, size_t req,
    * some heap gives pages back: a run of loans comes here per malloc) */
   if (_hak_class_size[cls] >= HAK_EXACT_MIN) _hak_heap_exact_trim(h, cls);
   /* an abandoned slab of the class with room (an exited or a sleeping
-   * thread's, park.c) before any page */
+   * thread's: park.c looks for sleeping ones first) before any page */
+  _hak_park_pass(true);
   hak_slab_t* ad = _hak_pool_adopt_slab(h, cls);
   if (ad != NULL) {
     _hak_heap_adopt_slab(h, ad);
@@ -155,15 +156,10 @@ hak_warm static hak_slab_t* heap_slab_new(hak_heap_t* h, size_t cls, size_t req,
     return &_hak_slab_empty;
   }
   /* before the process grows: idle threads' emptied slabs (heap.c), and the
-   * pool once more when they gave some back; sleeping threads' slabs
-   * (park.c), adopted */
+   * pool once more when they gave some back */
   if (s == NULL && hak_opt(DECOMMIT) != HAK_DECOMMIT_OFF &&
       _hak_heaps_idle_tick(_hak_clock_ms(), (uint64_t)hak_opt(DECOMMIT_DELAY_MS)) != 0)
     s = slab_new(h, cls, PAGES_ANY);
-  if (s == NULL && _hak_park_pass(_hak_clock_ms(), true) != 0 && (ad = _hak_pool_adopt_slab(h, cls)) != NULL) {
-    _hak_heap_adopt_slab(h, ad);
-    return &_hak_slab_empty;
-  }
   if (s == NULL) s = slab_new(h, cls, PAGES_NEW);
   if (s == NULL) errno = ENOMEM;
   return s;

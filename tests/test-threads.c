@@ -33,6 +33,8 @@
  *        while it sleeps (park.c) counted: main wakes at any moment.
  *   park-signal  a thread asleep in a signal handler keeps its slabs, and
  *        gives them once asleep outside it (run_park_signal).
+ *   park-reuse  blocks a sleeping thread freed serve a new thread, in its
+ *        pages, without a new mapping (run_park_reuse).
  *   phases [KEEP]  4 threads move through four size bands together, each
  *        band's blocks freed (KEEP: a fifth kept) before the next: with
  *        HT_PEAK_MB, the peak RSS must stay under it (run_phases).
@@ -1001,6 +1003,83 @@ static void clock_run(unsigned ms) {   /* main's slow paths, for ms: the release
     ht_sleep_ms(1);
   }
 }
+/* park-reuse: blocks a sleeping thread freed serve another thread.  A
+ * worker allocates PR_N blocks of 200 B, frees all but every sixteenth and
+ * sleeps; main's slow paths run the release clock until the worker's slabs
+ * are given; a new thread then allocates as many blocks as were freed: nine
+ * in ten lie in the sleeping worker's slab pages and hakmem maps nothing
+ * new.  The worker wakes, checks the bytes of the blocks it kept and frees
+ * them (into slabs another heap owns now). */
+#define PR_N 20000
+static unsigned char* pr_blocks[PR_N];
+static void* pr_again[PR_N];
+static sem_t pr_slept, pr_wake;
+static void* pr_sleeper(void* arg) {
+  (void)arg;
+  for (int i = 0; i < PR_N; i++) {
+    pr_blocks[i] = t_malloc(200);
+    memset(pr_blocks[i], i & 0xff, 200);
+  }
+  for (int i = 0; i < PR_N; i++)
+    if (i % 16 != 0) t_free(pr_blocks[i]);
+  sem_post(&pr_slept);
+  while (sem_wait(&pr_wake) != 0) {}
+  for (int i = 0; i < PR_N; i += 16) {
+    for (int j = 0; j < 200; j++)
+      if (pr_blocks[i][j] != (unsigned char)(i & 0xff)) {
+        fail("block %d the sleeping thread kept was written over", i);
+        break;
+      }
+    t_free(pr_blocks[i]);
+  }
+  return NULL;
+}
+static void* pr_taker(void* arg) {
+  (void)arg;
+  for (int i = 0; i < PR_N - PR_N / 16; i++) pr_again[i] = t_malloc(200);
+  return NULL;
+}
+static int cmp_uptr(const void* a, const void* b) {
+  uintptr_t x = *(const uintptr_t*)a, y = *(const uintptr_t*)b;
+  return x < y ? -1 : x > y;
+}
+static int run_park_reuse(void) {
+  printf("park-reuse: a thread frees 15 of 16 blocks and sleeps; its slabs serve a new thread\n");
+  if (!ht_has_hakmem()) {
+    printf("  (not hakmem: skipped)\n");
+    return 0;
+  }
+  sem_init(&pr_slept, 0, 0);
+  sem_init(&pr_wake, 0, 0);
+  pthread_t a, b;
+  pthread_create(&a, NULL, pr_sleeper, NULL);
+  while (sem_wait(&pr_slept) != 0) {}
+  uint64_t before = ctl_u64("stats.threads.park_slabs"), t0 = ht_now_ms();
+  while (ctl_u64("stats.threads.park_slabs") == before && ht_now_ms() - t0 < 2000) clock_run(20);
+  uint64_t given = ctl_u64("stats.threads.park_slabs") - before;
+  size_t mapped_before = mapped_now();
+  pthread_create(&b, NULL, pr_taker, NULL);
+  pthread_join(b, NULL);
+  size_t mapped_after = mapped_now();
+  static uintptr_t pages[PR_N];   /* the sleeping thread's 4 KiB pages */
+  for (int i = 0; i < PR_N; i++) pages[i] = (uintptr_t)pr_blocks[i] >> 12;
+  qsort(pages, PR_N, sizeof pages[0], cmp_uptr);
+  int inside = 0, n = PR_N - PR_N / 16;
+  for (int i = 0; i < n; i++) {
+    uintptr_t pg = (uintptr_t)pr_again[i] >> 12;
+    inside += bsearch(&pg, pages, PR_N, sizeof pages[0], cmp_uptr) != NULL;
+  }
+  printf("  %llu slabs given by the sleeping thread; %d of %d new blocks in its pages; mapped %zu -> %zu KiB\n",
+         (unsigned long long)given, inside, n, mapped_before >> 10, mapped_after >> 10);
+  if (given == 0) fail("the sleeping thread gave no slab");
+  if (inside < n * 9 / 10) fail("only %d of %d blocks reused the sleeping thread's pages", inside, n);
+  if (mapped_after > mapped_before) fail("hakmem mapped new memory instead of reusing the sleeping thread's");
+  sem_post(&pr_wake);
+  pthread_join(a, NULL);
+  for (int i = 0; i < n; i++) t_free(pr_again[i]);
+  return 0;
+}
+
 static int run_park_signal(void) {
   printf("park-signal: a worker asleep in a signal handler keeps its slabs; asleep outside it, gives them\n");
   if (!ht_has_hakmem()) {
@@ -1551,6 +1630,8 @@ int main(int argc, char** argv) {
   }
   if (strcmp(mode, "park-signal") == 0)
     run_park_signal();
+  if (strcmp(mode, "park-reuse") == 0)
+    run_park_reuse();
   if (strcmp(mode, "phases") == 0)
     run_phases((int)a2);
   if (strcmp(mode, "join") == 0 || strcmp(mode, "all") == 0)

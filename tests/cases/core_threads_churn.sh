@@ -41,6 +41,8 @@ run "idle with sleeping threads' slabs given (park.c)" env HAKMEM_DECOMMIT_DELAY
 run "park-race: a sleeping thread's slabs given while it wakes at any moment, debug library" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-debug park-race 300
 run "park-race, release library" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-release park-race 300
 run "park-signal: a thread asleep in a signal handler keeps its slabs" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-release park-signal
+run "park-reuse: blocks a sleeping thread freed serve a new thread in its pages" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-release park-reuse
+run "park-reuse, debug library" env HAKMEM_DECOMMIT_DELAY_MS=100 HAKMEM_BACKGROUND=0 $T/test-threads-debug park-reuse
 run "burst: 1 GiB freed by 4 threads is given back within two decommit delays of idling" env HAKMEM_DECOMMIT_DELAY_MS=400 $T/test-threads-release burst
 run "moves: large blocks growing by realloc while others map, 4 threads" $T/test-threads-release moves 4
 run "moves, no segment cache" env HAKMEM_SEG_CACHE=0 $T/test-threads-release moves 4
