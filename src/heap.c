@@ -175,8 +175,6 @@ hak_warm size_t _hak_heap_give_slabs(hak_heap_t* h) {
   return n;
 }
 
-/* The abandoned slabs `mask` of seg are h's now (pool.c, _hak_pool_adopt):
- * collect each, release the empty ones, put the rest on h's lists. */
 /* Abandoned slab s is h's now: collect it, release it when empty (true:
  * that was h's last slab in its segment, which may be gone), else put it on
  * h's lists. */
@@ -196,6 +194,8 @@ static bool heap_adopt_one(hak_heap_t* h, hak_slab_t* s) {
   return false;
 }
 
+/* The abandoned slabs `mask` of seg are h's now (pool.c, _hak_pool_adopt):
+ * collect each, release the empty ones, put the rest on h's lists. */
 void _hak_heap_adopt(hak_heap_t* h, hak_segment_t* seg, const hak_pset_t* mask) {
   hak_pset_t stale;
   _hak_seg_take_remote(seg, mask, &stale);   /* every slab is collected below: their bits are stale */

@@ -2,11 +2,12 @@
  * waits -- a worker for its lock, a connection's thread for its socket --
  * keeps a partly used slab of every class it touched, and only its own
  * malloc reuses their room: 64 threads taking turns through one lock held
- * 118 MB where glibc held 33.  So the release clock, and every heap about to
- * map a new segment, looks at the other heaps: one whose thread sleeps in
- * the kernel gives every slab it has to the abandoned list, as at the
- * thread's exit, and the heaps that run adopt them (refill.c's order).  The
- * thread keeps its heap, empty; when it wakes, it refills as any heap does.
+ * 116 MB where glibc held 33.  So the release clock, and every heap that
+ * needs a slab (_hak_park_pass, below), looks at the other heaps: one whose
+ * thread sleeps in the kernel gives every slab it has to the abandoned
+ * lists, as at the thread's exit, and the heaps that run adopt them one of
+ * a class at a time (refill.c's order).  The thread keeps its heap, empty;
+ * when it wakes, it refills as any heap does.
  *
  * Why it is safe without a lock or an atomic on the owner's fast paths:
  * 1. the owner's slow paths hold the heap's xbusy (hak_heap_enter): it is

@@ -406,9 +406,10 @@ hak_warm hak_segment_t* _hak_pool_adopt(hak_heap_t* h, size_t keep, hak_pset_t* 
   return seg;
 }
 
-/* Blocks an abandoned slab could hand out once its remote frees are in. */
-static uint32_t ab_room(const hak_slab_t* s) {
-  uint32_t cap = hak_slab_limit(s) / s->bsize, out = __atomic_load_n(&s->used, __ATOMIC_RELAXED);
+/* Of an abandoned slab's cap blocks, those it could hand out once its
+ * remote frees are in. */
+static uint32_t ab_room(const hak_slab_t* s, uint32_t cap) {
+  uint32_t out = __atomic_load_n(&s->used, __ATOMIC_RELAXED);
   uint32_t back = hak_xf_count(hak_load_relaxed(&s->xthread_free));
   return out - back < cap ? cap - (out - back) : 0;
 }
@@ -424,7 +425,7 @@ hak_warm hak_slab_t* _hak_pool_adopt_slab(hak_heap_t* h, size_t cls) {
   uint32_t best_room = UINT32_MAX;
   for (unsigned k = 0; s != NULL && k < AB_SCAN; s = next, k++) {
     next = s->next;
-    uint32_t room = ab_room(s), cap = hak_slab_limit(s) / s->bsize;
+    uint32_t cap = hak_slab_limit(s) / s->bsize, room = ab_room(s, cap);
     if (room < cap / 8 + 1) {   /* to the back: the next look starts with others */
       if (next != NULL) {
         ab_slab_unlink(s);
