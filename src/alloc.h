@@ -27,7 +27,12 @@ hak_inline void* hak_malloc_inline(size_t n) {
   else return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
   hak_slab_t* s = e->cur;
   hak_block_t* b = s->free;
-  if (hak_likely(b != NULL)) return hak_slab_pop(e, s, b, n);
+  if (hak_likely(b != NULL)) {
+    /* the sampling point (sample.c): one subtraction and a branch; the
+     * empty heap never gets here (its slab has no block) */
+    if (hak_likely((h->sample_left -= (int64_t)n) >= 0)) return hak_slab_pop(e, s, b, n);
+    return _hak_malloc_due(n, h, e, (uintptr_t)__builtin_return_address(0));
+  }
   return _hak_malloc_generic(h, n, 0, (uintptr_t)__builtin_return_address(0));
 }
 

@@ -92,16 +92,9 @@ hak_warm void _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const cha
   local_free(h, s, (hak_block_t*)p, HAK_OWNER_FULL);
   hak_heap_leave(h);
 }
-/* A free into another thread's (or an exited thread's) slab; or, while heap
- * profiling cuts it, into our own current slab (prof.c keeps it aside). */
-hak_warm void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
-  if (hak_unlikely(hak_load_relaxed(&s->xowner) & HAK_OWNER_PROF)) {
-    hak_heap_t* h = hak_heap_get();
-    hak_heap_enter(h);
-    if (!hak_prof_stash(s, (hak_block_t*)p)) _hak_prof_free_cut(s, p, op);
-    hak_heap_leave(h);
-    return;
-  }
+/* A free into another thread's (or an exited thread's) slab.  Out of line:
+ * inlined, its call saved registers on every free's fast path. */
+hak_warm hak_noinline void _hak_free_remote(hak_slab_t* s, void* p, const char* op) {
   if (head_page_block(s, p, op)) _hak_remote_push(s, (hak_block_t*)p);
 }
 
@@ -135,7 +128,7 @@ hak_warm void _hak_free_generic(void* p, const char* op) {
   if (s == NULL) return;
   hak_heap_t* h = hak_heap_get();
   uintptr_t xo = hak_load_relaxed(&s->xowner);
-  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)h && h != &_hak_heap_empty && !(xo & (HAK_OWNER_MESHED | HAK_OWNER_PROF))) {
+  if ((xo & ~HAK_OWNER_FLAGS) == (uintptr_t)h && h != &_hak_heap_empty && !(xo & HAK_OWNER_MESHED)) {
     hak_heap_enter(h);
     local_free(h, s, (hak_block_t*)p, xo);
     hak_heap_leave(h);

@@ -47,7 +47,8 @@ static void heap_reset(hak_heap_t* h) {
   hak_store_relaxed(&h->slow_n, 0);
   h->idle_seen = 0;
   h->busy_depth = 0;
-  memset(&h->prof, 0, sizeof h->prof);
+  h->sample_left = 0;
+  memset(&h->sample, 0, sizeof h->sample);
 }
 
 hak_warm hak_heap_t* _hak_heap_acquire(void) {

@@ -33,7 +33,6 @@ hak_warm static void thread_done(void* arg) {
     hak_heap_set(&_hak_tls_heap, &_hak_heap_empty);
     _hak_tls_own = NULL;
   }
-  _hak_prof_heap_exit(h);   /* blocks the profiler set aside go back to their slabs */
   _hak_heap_abandon(h);
 }
 

@@ -313,9 +313,6 @@ hak_inline void hak_block_set_next(hak_block_t* b, hak_block_t* n) {
 #define HAK_OWNER_UNUSED    ((uintptr_t)0)      /* page not in a slab: zero-filled mmap */
 #define HAK_OWNER_ABANDONED ((uintptr_t)2)      /* owner thread exited */
 #define HAK_OWNER_MESHED    ((uintptr_t)8)      /* with the owner heap: an alias of a meshed slab (mesh.c) */
-#define HAK_OWNER_PROF      ((uintptr_t)16)     /* with the owner heap: the current slab of a class while heap
-                                                 * profiling samples (prof.c): frees take the remote way, so
-                                                 * they do not lengthen the list the fast path pops */
 #define HAK_OWNER_FLAGS     ((uintptr_t)63)
 /* xthread_free's low bit (blocks are 16-byte aligned): the remote free that
  * made the list non-empty is still telling the owner (remote_notify).  While
@@ -671,6 +668,10 @@ typedef struct hak_heap_cls_s {
 
 #define HAK_DIRECT_N (HAK_SMALL_FAST_MAX / 16 + 1)
 typedef struct hak_heap_s {
+  /* The sampling point (sample.c): the bytes malloc may still hand out
+   * before its slow path looks (a heap-profile sample is due, or the idle
+   * reload's check).  0 in a new heap: its first malloc looks. */
+  int64_t sample_left;
   /* malloc's entry for a request of up to 1 KiB: direct[(n + 15) / 16] is
    * &cls[class of n], set once when the heap is made (the static empty heap:
    * all &cls[0], whose slab is empty).  One indexed load instead of the
@@ -725,18 +726,10 @@ typedef struct hak_heap_s {
     uint32_t n[HAK_NCLASSES];        /* ... loans from it since the last check, and its used count then */
     uint32_t used[HAK_NCLASSES];
   } lend;
-  /* heap profiling (prof.c), zeroed with the heap: per class the bytes left
-   * before the next sample, the class's malloc count when they were last
-   * counted, and the slab whose list is cut to them (HAK_OWNER_PROF) */
-  struct {
-    int64_t left[HAK_NCLASSES + 1];  /* [HAK_NCLASSES]: large blocks */
-    uint64_t seen[HAK_NCLASSES];
-    hak_slab_t* armed[HAK_NCLASSES];
-    hak_block_t* stash[HAK_NCLASSES];   /* the owner's frees into armed[c], until its next refill */
-    uint64_t rng;
-    uint64_t started;                /* bit c: left[c] was drawn */
-    uint32_t narmed;
-  } prof;
+  struct {                           /* the sampling point (sample.c, prof.c), zeroed with the heap */
+    uint64_t rng;                    /* the sampling intervals' generator */
+    uint32_t drawn;                  /* sample_left counts to a profile sample (else the idle reload) */
+  } sample;
 } hak_heap_t;
 
 extern hak_heap_t _hak_heap_empty;
@@ -810,6 +803,7 @@ size_t _hak_park_pass(bool need);
 extern _Atomic(uint64_t) _hak_stat_park_heaps, _hak_stat_park_slabs;
 /* refill.c */
 void* _hak_malloc_generic(hak_heap_t* heap, size_t size, size_t align, uintptr_t site);
+void* _hak_malloc_due(size_t size, hak_heap_t* h, hak_heap_cls_t* e, uintptr_t site);
 /* free.c */
 void  _hak_free_generic(void* p, const char* op);
 void  _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op);
@@ -891,35 +885,19 @@ void  _hak_segments_fork_parent(void);
 void  _hak_segments_fork_child(void);
 extern _Atomic(size_t) _hak_seg_count, _hak_seg_small, _hak_seg_cached, _hak_seg_abandoned;
 
-/* prof.c: sampled heap profiling (HAKMEM_PROF).  The fast paths know
- * nothing of it: while it runs, the malloc slow path counts what the fast
- * path handed out (the classes' malloc counts), cuts the current slab's list
- * so that the allocation crossing the next sampling point misses the fast
- * path, and serves a sampled block as a large block, whose free large.c
- * reports (seg->prof). */
-extern _Atomic(int) _hak_prof_on;   /* 0 off, 1 sampling, 2 stopped (slow paths put cut slabs back) */
-void* _hak_prof_before(hak_heap_t* h, size_t cls, size_t size, bool any_class, uintptr_t site);
-void  _hak_prof_after(hak_heap_t* h, size_t cls);
-void  _hak_prof_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
-void  _hak_prof_free_cut(hak_slab_t* s, void* p, const char* op);
-/* The owner's free into its class's cut slab s (free.c _hak_free_remote:
- * the slab failed the fast path's owner test): a carved block without the
- * free cookie waits on the heap's list for s, without an atomic, until the
- * slab's next refill.  False: anything else (prof.c reports or frees it). */
-hak_inline bool hak_prof_stash(hak_slab_t* s, hak_block_t* b) {
-  hak_heap_t* h = hak_heap_get();
-  /* (an owner flagged PROF is armed[s->cls] = s: prof.c sets and clears both) */
-  if (HAK_SECURE || hak_load_relaxed(&s->xowner) != ((uintptr_t)h | HAK_OWNER_PROF) ||
-      !hak_is_carved_block(s, (uint64_t)((uint8_t*)b - hak_slab_start(s)), s->carved) || b->cookie == hak_cookie())
-    return false;
-  hak_block_t** top = &h->prof.stash[s->cls];
-  hak_block_set_next(b, *top);
-  b->cookie = hak_cookie();
-  *top = b;
-  hak_used_add(s, -1);
-  return true;
-}
-void  _hak_prof_heap_exit(hak_heap_t* h);
+/* prof.c: sampled heap profiling (HAKMEM_PROF).  Its samples are the
+ * allocations at which malloc's countdown runs out (sample.c); a sampled
+ * class allocation is served as a large block, whose free large.c reports
+ * (seg->prof).  The fast paths keep no other trace of it. */
+extern _Atomic(int) _hak_prof_on;   /* 0 off, 1 sampling */
+bool  _hak_prof_busy(void);         /* this thread is inside the profiler: its mallocs are not sampled */
+int64_t _hak_prof_draw(hak_heap_t* h);
+void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t site);
+void  _hak_prof_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
+/* sample.c: the sampling point on malloc's paths */
+void* _hak_sample_class(hak_heap_t* h, size_t cls, size_t size, bool any_class, uintptr_t site);
+void  _hak_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
+void  _hak_sample_soon(void);
 void  _hak_prof_free(void* p);
 void  _hak_prof_moved(void* p, void* q, size_t size);
 void  _hak_prof_init(void);

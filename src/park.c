@@ -26,7 +26,7 @@
  *    program).  A thread whose mask changed is named again at its next
  *    release tick (park_refresh), and kept until then.
  * Then the heap is the parker's until the pointer is put back.  Not with
- * meshing or heap profiling (their slabs are in their own lists), nor under
+ * meshing (its slabs are in their own lists), nor under
  * ThreadSanitizer, which cannot see point 3's order. */
 #include "internal.h"
 #include "slab.h"
@@ -43,7 +43,7 @@ _Atomic(uint64_t) _hak_stat_park_heaps, _hak_stat_park_slabs;
 #endif
 
 static bool park_enabled(void) {
-  return PARK_BUILD && hak_opt(PARK) && !hak_opt(MESH) && !hak_load_relaxed(&_hak_prof_on);
+  return PARK_BUILD && hak_opt(PARK) && !hak_opt(MESH);
 }
 
 /* Signals 1..64 as the kernel prints them (bit n-1: signal n), without

@@ -1,20 +1,14 @@
 /* Sampled heap profiling (HAKMEM_PROF=1): the call stacks that hold memory,
  * written in gperftools' heap-profile format so that google-pprof reads
- * them.  Off, it costs the fast paths nothing: they carry no counter and no
- * test.  On, the malloc slow path does the sampling (docs/DESIGN.md, "Heap
- * profiling"):
- *  - each heap keeps, per size class, the bytes left before its next sample
- *    (intervals drawn from an exponential distribution of mean
- *    HAKMEM_PROF_RATE, as tcmalloc and jemalloc draw them); what the fast
- *    path handed out meanwhile is the class's malloc count, which the fast
- *    path keeps anyway;
- *  - after a class allocation the class's current slab keeps on its list only
- *    the blocks that fit in those bytes (the rest waits on its remote list)
- *    and is marked HAK_OWNER_PROF, so frees into it take the remote way and do
- *    not lengthen the list: the allocation that crosses the sampling point
- *    finds the list empty and comes here;
- *  - a sampled block is served as a large block (large.c), whose free always
- *    goes out of line: seg->prof sends it here, exactly once.
+ * them (docs/DESIGN.md, "The sampling point and heap profiling").  The samples are the allocations
+ * at which malloc's countdown runs out (sample.c: one subtraction and a
+ * branch on the fast path, profiling on or off):
+ *  - while profiling is on, each heap's countdown is drawn here, from an
+ *    exponential distribution of mean HAKMEM_PROF_RATE requested bytes, as
+ *    tcmalloc and jemalloc draw theirs;
+ *  - a sampled class allocation is served as a large block (large.c), whose
+ *    free always goes out of line: seg->prof sends it here, exactly once; a
+ *    sampled large block is one already.
  * The profiler's own memory comes from os.c mappings, never from malloc;
  * writing a profile uses a static buffer and write(2). */
 #include "internal.h"
@@ -269,150 +263,26 @@ static double ln01(double u) {
 
 /* Bytes to the next sample: exponential with mean HAKMEM_PROF_RATE, so that
  * each byte is sampled with the same chance whatever came before it (a
- * Poisson process: the per-class streams together sample as one would),
+ * Poisson process),
  * and google-pprof's heap_v2 scaling, 1 / (1 - exp(-size / rate)), undoes it. */
-static int64_t draw(hak_heap_t* h) {
-  uint64_t x = h->prof.rng;
+int64_t _hak_prof_draw(hak_heap_t* h) {
+  uint64_t x = h->sample.rng;
   if (x == 0) x = ((uintptr_t)h ^ _hak_cookie_key ^ _hak_clock_ms() * 0x9E3779B97F4A7C15ull) | 1;
   x ^= x >> 12;
   x ^= x << 25;
   x ^= x >> 27;
-  h->prof.rng = x;
+  h->sample.rng = x;
   double u = (double)(((x * 0x2545F4914F6CDD1Dull) >> 11) + 1) * 0x1.0p-53;   /* (0, 1] */
   double e = -ln01(u) * (double)hak_load_relaxed(&prof_rate);
   return e < 1 ? 1 : e > 9e18 ? (int64_t)9e18 : (int64_t)e + 1;
 }
 
-/* ---------------------------------------------------------------- the cut */
-/* Bring class c's count up to date: the bytes the fast path handed out since
- * the last look.  A sampling point it went past (its slab's list was made
- * longer than the cut by something the profiler does not see: a slab made
- * current by adoption, say) is lost, not moved onto another allocation, and
- * counted. */
-static _Atomic(uint64_t) prof_lost, prof_sampled;
-static void account(hak_heap_t* h, size_t c) {
-  uint64_t n = h->cls[c].nmalloc;
-  if (!(h->prof.started >> c & 1)) {
-    h->prof.started |= (uint64_t)1 << c;
-    h->prof.left[c] = draw(h);
-  } else {
-    h->prof.left[c] -= (int64_t)(n - h->prof.seen[c]) * _hak_class_size[c];
-    while (h->prof.left[c] <= 0) {   /* each draw added: one more point passed */
-      atomic_fetch_add_explicit(&prof_lost, 1, memory_order_relaxed);
-      h->prof.left[c] += draw(h);
-    }
-  }
-  h->prof.seen[c] = n;
-}
-
-/* A free into a slab marked HAK_OWNER_PROF that is not the owner's plain
- * free into its cut slab (internal.h hak_prof_stash took those): another
- * thread's, or a block with the free cookie (maybe a double free).  The
- * remote way checks and reports. */
-void _hak_prof_free_cut(hak_slab_t* s, void* p, const char* op) {
-  (void)s;
-  _hak_free_generic(p, op);
-}
-
-/* Those blocks back on the slab's list (before its refill, or when it stops
- * being cut). */
-static void unstash(hak_heap_t* h, size_t c) {
-  hak_block_t* b = h->prof.stash[c];
-  if (b == NULL) return;
-  hak_slab_t* s = h->prof.armed[c];
-  h->prof.stash[c] = NULL;
-  if (s->free != NULL) {   /* (at a refill the list is empty: the fast path ran dry) */
-    hak_block_t* t = b;
-    for (hak_block_t* n; (n = hak_block_next(t)) != NULL;) t = n;
-    hak_block_set_next(t, s->free);
-  }
-  s->free = b;
-}
-
-/* A slab that was cut and is no longer its class's current one takes frees
- * the fast way again; the blocks set aside on its remote list are taken when
- * it comes up (its bit and the hint tell the owner, as a remote free would). */
-static void disarm(hak_heap_t* h, hak_slab_t* s) {
-  if (hak_load_relaxed(&s->xowner) != ((uintptr_t)h | HAK_OWNER_PROF)) return;   /* full now: its flag went */
-  hak_store_relaxed(&s->xowner, (uintptr_t)h);
-  if (hak_load_relaxed(&s->xthread_free) != 0) {
-    size_t idx = hak_slab_index(s);
-    atomic_fetch_or_explicit(&hak_segment_of(s)->xremote[idx >> 6], (uint64_t)1 << (idx & 63), memory_order_seq_cst);
-    hak_store_relaxed(&h->xremote_hint, 1);
-  }
-}
-
-static void disarm_all(hak_heap_t* h) {
-  for (size_t c = 0; c < HAK_NCLASSES; c++)
-    if (h->prof.armed[c] != NULL) {
-      unstash(h, c);
-      disarm(h, h->prof.armed[c]);
-      h->prof.armed[c] = NULL;
-    }
-  h->prof.narmed = 0;
-}
-
-/* Leave on s's list only the first k blocks; the others go to its remote
- * list (counted in `used` as remote frees are), where the next refill
- * collects them. */
-static void cut(hak_slab_t* s, uint32_t k) {
-  hak_block_t *prev = NULL, *b = s->free;
-  for (uint32_t i = 0; i < k && b != NULL; i++) {
-    prev = b;
-    b = hak_block_next(b);
-  }
-  if (b == NULL) return;
-  if (prev != NULL) hak_block_set_next(prev, NULL);
-  else s->free = NULL;
-  uint32_t r = 1;
-  hak_block_t* tail = b;
-  for (hak_block_t* n; (n = hak_block_next(tail)) != NULL; tail = n) r++;
-  hak_used_add(s, (int32_t)r);
-  uintptr_t head = hak_load_relaxed(&s->xthread_free);
-  do hak_block_set_next(tail, hak_xf_list(head));
-  while (!atomic_compare_exchange_weak_explicit(&s->xthread_free, &head,
-                                                (uintptr_t)b + (head & ~(HAK_XF_ONE - 1)) + (uintptr_t)r * HAK_XF_ONE +
-                                                    (head & HAK_XF_NOTIFYING),
-                                                memory_order_release, memory_order_relaxed));
-}
-
-/* After a class allocation: class c's current slab keeps on its list only
- * the blocks that fit before the class's next sampling point, and its frees
- * stop feeding the fast path ("armed": HAK_OWNER_PROF; the owner's frees wait
- * on the heap's list for the slab, internal.h hak_prof_stash).  Arming only
- * when the point is near was tried: the fast path pops what the list holds
- * plus what frees put back on it, which in a steady state (frees into the
- * current slab as fast as mallocs) never runs out, so the profiler got no
- * chance to look again, and random_mixed lost 43 % of its sampling points
- * (at 5 % more instructions instead of 40 %).  A point the fast path goes
- * past all the same (a slab made current by adoption, which no cut reached)
- * is lost, and counted. */
-static void arm(hak_heap_t* h, size_t c) {
-  hak_slab_t* s = h->cls[c].cur;
-  hak_slab_t* a = h->prof.armed[c];
-  if (a != NULL && a != s) {
-    unstash(h, c);
-    disarm(h, a);
-    h->prof.armed[c] = NULL;
-    h->prof.narmed--;
-  }
-  if (s == &_hak_slab_empty) return;
-  account(h, c);
-  if ((uint64_t)h->prof.left[c] <= ((uint64_t)s->npages << HAK_PAGE_SHIFT)) {   /* (else no list is that long) */
-    uint64_t k = (uint64_t)(h->prof.left[c] - 1) / s->bsize;   /* pops j = 1..k stay below the point */
-    uint32_t carved = s->carved / hak_slab_step(s);
-    if (carved > s->used && carved - s->used > k) cut(s, (uint32_t)k);   /* (else the list is short enough) */
-  }
-  if (a != s && hak_load_relaxed(&s->xowner) == (uintptr_t)h) {
-    hak_store_relaxed(&s->xowner, (uintptr_t)h | HAK_OWNER_PROF);
-    h->prof.armed[c] = s;
-    h->prof.narmed++;
-  }
-}
+bool _hak_prof_busy(void) { return prof_busy; }
 
 /* ---------------------------------------------------------------- recording */
 hak_bss_apart static char prof_prefix[4096];
 static _Atomic(int) dump_pending;
+static _Atomic(uint64_t) prof_sampled;
 static int dump_locked(const char* path, bool leaks);
 static void dump_next_locked(void);
 
@@ -460,57 +330,25 @@ static void record(void* p, size_t size, uintptr_t site) {
   prof_unlock();
 }
 
-void* _hak_prof_before(hak_heap_t* h, size_t cls, size_t size, bool any_class, uintptr_t site) {
-  if (hak_load_relaxed(&_hak_prof_on) != 1) {   /* stopped: each heap puts its cut slabs back */
-    if (h->prof.narmed != 0) disarm_all(h);
-    return NULL;
-  }
-  unstash(h, cls);   /* (the refill takes them; the cut is made again after it) */
-  if (prof_busy) return NULL;
-  account(h, cls);
+/* A sampled class allocation: a large block, whose free is seen (large.c,
+ * seg->prof), of the class's size (what malloc_usable_size says of it, and
+ * what the program may write) and aligned as every block of the class is
+ * (to the lowest set bit of its size: slabs start on 64 KiB boundaries).
+ * The sample is the request's size: the countdown counts requested bytes. */
+void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t site) {
   uint32_t bsize = _hak_class_size[cls];
-  if (h->prof.left[cls] > (int64_t)bsize) return NULL;   /* the pop is counted by the next account() */
-  h->prof.left[cls] = draw(h);   /* memoryless: the next point from the end of this block */
-  /* Sampled: a large block, whose free is seen (large.c, seg->prof), of the
-   * class's size (what malloc_usable_size says of it, and what the program
-   * may write) and aligned as every block of the class is (to the lowest set
-   * bit of its size: slabs start on 64 KiB boundaries). */
-  (void)size;
   prof_busy = true;
   void* p = _hak_large_alloc(bsize, any_class ? 16 : (size_t)(bsize & -bsize), false, site);
   if (p != NULL) {
     hak_segment_of(p)->prof = 1;
-    record(p, bsize, site);
+    record(p, size, site);
   }
   prof_busy = false;
   return p;
 }
 
-/* Thread exit: the heap's slabs are abandoned with every free block on
- * their lists. */
-void _hak_prof_heap_exit(hak_heap_t* h) {
-  if (h->prof.narmed != 0) disarm_all(h);
-}
-
-void _hak_prof_after(hak_heap_t* h, size_t cls) {
-  if (hak_load_relaxed(&_hak_prof_on) != 1 || prof_busy) return;
-  arm(h, cls);
-}
-
-/* A large block (large.c, after it is made): its own stream of bytes. */
-void _hak_prof_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site) {
-  hak_heap_t* h = hak_heap_get();
-  if (prof_busy || hak_load_relaxed(&_hak_prof_on) != 1 || h == &_hak_heap_empty || seg->large.huge_aligned) return;
-  int64_t* left = &h->prof.left[HAK_NCLASSES];
-  if (!(h->prof.started >> HAK_NCLASSES & 1)) {
-    h->prof.started |= (uint64_t)1 << HAK_NCLASSES;
-    *left = draw(h);
-  }
-  if (*left > (int64_t)size) {
-    *left -= (int64_t)size;
-    return;
-  }
-  *left = draw(h);
+/* A sampled large block (large.c, after it is made). */
+void _hak_prof_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site) {
   prof_busy = true;
   seg->prof = 1;
   record(p, size, site);
@@ -767,9 +605,11 @@ void _hak_prof_set_active(bool on) {
     prof_start();
     if (!hak_load_acquire(&prof_started)) return;   /* no memory for the tables */
   }
-  /* Stopped, it stays 2: the heaps' slow paths still come by to put back
-   * the slabs they cut (no heap is walked from here: they are others'). */
-  if (on || hak_load_relaxed(&_hak_prof_on) != 0) hak_store_relaxed(&_hak_prof_on, on ? 1 : 2);
+  /* each heap's countdown runs on: a heap counting to its idle reload
+   * draws its first interval within that reload, the caller's at once
+   * (sample.c) */
+  hak_store_relaxed(&_hak_prof_on, on ? 1 : 0);
+  if (on) _hak_sample_soon();
 }
 bool _hak_prof_active(void) { return hak_load_relaxed(&_hak_prof_on) == 1; }
 size_t _hak_prof_rate(void) { return hak_load_relaxed(&prof_rate); }
@@ -805,8 +645,7 @@ hak_warm void _hak_prof_at_exit(void) {
   dump_locked(name_buf, true);
   hak_unlock(&prof_lock);
   if (hak_opt(VERBOSE))
-    _hak_message("hakmem: heap profile: %llu samples (%llu sampling points lost), stacks by %s\n",
-                 (unsigned long long)hak_load_relaxed(&prof_sampled), (unsigned long long)hak_load_relaxed(&prof_lost),
+    _hak_message("hakmem: heap profile: %llu samples, stacks by %s\n", (unsigned long long)hak_load_relaxed(&prof_sampled),
                  _hak_unwind_method());
   prof_busy = false;
 }

@@ -223,21 +223,24 @@ hak_warm void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uin
     cls = aligned_class(need, align);
     if (cls == HAK_NCLASSES) return _hak_large_alloc(size, align, false, site);
   }
-  if (hak_unlikely(hak_load_relaxed(&_hak_prof_on))) {
-    /* heap profiling (prof.c): a sampled block is served elsewhere; after
-     * a class allocation the class's current slab is cut to the bytes left
-     * before the next sample */
-    hak_heap_enter(h);
-    void* p = _hak_prof_before(h, cls, size, align <= 16, site);
-    if (p == NULL) {
-      p = heap_alloc_class(h, cls, size, align <= 16);
-      _hak_prof_after(h, cls);
-    }
-    hak_heap_leave(h);
-    return p;
-  }
   hak_heap_enter(h);
-  void* p = heap_alloc_class(h, cls, size, align <= 16);
+  void* p = NULL;
+  /* the sampling point (sample.c), counted here for the mallocs the fast
+   * path did not serve */
+  if (hak_unlikely((h->sample_left -= (int64_t)size) < 0)) p = _hak_sample_class(h, cls, size, align <= 16, site);
+  if (p == NULL) p = heap_alloc_class(h, cls, size, align <= 16);
+  hak_heap_leave(h);
+  return p;
+}
+
+/* The fast path's countdown ran out (alloc.h): what is due is done
+ * (sample.c), then the allocation as the generic path makes it, without
+ * counting it again. */
+hak_warm void* _hak_malloc_due(size_t size, hak_heap_t* h, hak_heap_cls_t* e, uintptr_t site) {
+  size_t cls = (size_t)(e - h->cls);
+  hak_heap_enter(h);
+  void* p = _hak_sample_class(h, cls, size, true, site);
+  if (p == NULL) p = heap_alloc_class(h, cls, size, true);
   hak_heap_leave(h);
   return p;
 }

@@ -63,9 +63,6 @@ void _hak_heap_collect_remote(hak_heap_t* h) {
         if (_hak_mesh_collect_alias(h, s) && _hak_slab_release(h, s)) break;
         continue;
       }
-      /* a slab cut for heap profiling: its list must not grow under the
-       * fast path (prof.c); it is current, so its refill collects it */
-      if (xo & HAK_OWNER_PROF) continue;
       if (!_hak_slab_collect(s)) {
         _hak_slab_look_again(s, h);
         continue;

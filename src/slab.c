@@ -274,11 +274,6 @@ hak_warm void _hak_slab_clear(hak_slab_t* s) {
 hak_warm void _hak_slab_forget(hak_heap_t* h, hak_slab_t* s) {
   for (size_t c = 0; c < s->cls; c++)   /* no loan cursor may point at it: its segment may go */
     if (h->lend.slab[c] == s) h->lend.slab[c] = NULL;
-  if (h->prof.armed[s->cls] == s) {   /* nor the profiler's cut slab (prof.c; its blocks set aside go with it) */
-    h->prof.armed[s->cls] = NULL;
-    h->prof.stash[s->cls] = NULL;
-    h->prof.narmed--;
-  }
 }
 hak_warm bool _hak_slab_release(hak_heap_t* h, hak_slab_t* s) {
   hak_segment_t* seg = hak_segment_of(s);

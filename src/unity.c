@@ -27,6 +27,7 @@
 #include "site.c"
 #include "unwind.c"
 #include "prof.c"
+#include "sample.c"
 #include "alloc.c"
 #include "stats.c"
 #include "ctl.c"

@@ -83,6 +83,43 @@ static int mode_dump(const char* path) {
   return 0;
 }
 
+/* Profiling started and stopped at run time (hakmem_ctl "prof.active"):
+ * the caller's countdown looks at once, another thread's (reloaded idle
+ * while profiling was off) within 1 MiB, so late_keep's and
+ * late_thread_keep's 16 MiB are sampled and early_keep's and after_keep's
+ * are not. */
+__attribute__((noinline)) void early_keep(size_t n) { hold(t_malloc(n), n); }
+__attribute__((noinline)) void late_keep(size_t n) { hold(t_malloc(n), n); }
+__attribute__((noinline)) void late_thread_keep(size_t n) { hold(t_malloc(n), n); }
+__attribute__((noinline)) void after_keep(size_t n) { hold(t_malloc(n), n); }
+static pthread_barrier_t late_bar;
+static void* late_worker(void* arg) {
+  (void)arg;
+  for (int i = 0; i < 1024; i++) early_keep(1024);
+  pthread_barrier_wait(&late_bar);   /* main starts profiling */
+  pthread_barrier_wait(&late_bar);
+  for (int i = 0; i < 16384; i++) late_thread_keep(1024);
+  return NULL;
+}
+static int mode_late(const char* during, const char* after) {
+  for (int i = 0; i < 16384; i++) early_keep(1024);
+  pthread_t t;
+  pthread_barrier_init(&late_bar, NULL, 2);
+  CHECK(pthread_create(&t, NULL, late_worker, NULL) == 0);
+  pthread_barrier_wait(&late_bar);
+  bool on = true;
+  CHECK(hakmem_ctl("prof.active", NULL, NULL, &on, sizeof on) == 0);
+  pthread_barrier_wait(&late_bar);
+  for (int i = 0; i < 16384; i++) late_keep(1024);
+  pthread_join(t, NULL);
+  CHECKF(hakmem_prof_dump(during) == 0, "hakmem_prof_dump(%s): %s", during, strerror(errno));
+  on = false;
+  CHECK(hakmem_ctl("prof.active", NULL, NULL, &on, sizeof on) == 0);
+  for (int i = 0; i < 16384; i++) after_keep(1024);
+  CHECKF(hakmem_prof_dump(after) == 0, "hakmem_prof_dump(%s): %s", after, strerror(errno));
+  return 0;
+}
+
 __attribute__((noinline)) void peak_keep(size_t n) { hold(t_malloc(n), n); }
 static int mode_peak(void) {
   for (int i = 0; i < 40000; i++) peak_keep(1024);
@@ -220,6 +257,7 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "leaks")) return mode_leaks();
   if (!strcmp(m, "dump") && argc > 2) return mode_dump(argv[2]);
   if (!strcmp(m, "peak")) return mode_peak();
+  if (!strcmp(m, "late") && argc > 3) return mode_late(argv[2], argv[3]);
   if (!strcmp(m, "fork")) return mode_fork();
   if (!strcmp(m, "threads")) return mode_threads();
   if (!strcmp(m, "exec")) return mode_exec(argv[0]);

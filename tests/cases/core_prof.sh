@@ -3,7 +3,8 @@
 # google-pprof: three functions holding 60/30/10 % of the live bytes are
 # each found within 5 points, and the unsampled total within bounds of the
 # true one; the leak report lists only what is still live; profiles on
-# hakmem_prof_dump, on HAKMEM_PROF_SIGNAL and at peaks; a fork child writes
+# hakmem_prof_dump, on HAKMEM_PROF_SIGNAL and at peaks; profiling started and
+# stopped at run time (hakmem_ctl prof.active); a fork child writes
 # its own set; exiting threads; exec (the same pid: no file overwritten); a
 # threaded C++ program's top entries name its functions; children whose
 # frame chain is corrupted survive every allocation being sampled, with
@@ -62,6 +63,17 @@ HAKMEM_PROF=1 HAKMEM_PROF_SIGNAL=12 HAKMEM_PROF_PREFIX=$tmp/d "$P" dump "$tmp/ex
   bad "hakmem_prof_dump wrote no profile naming dump_keep"
 n=$(ls "$tmp"/d.*.[0-9].heap 2>/dev/null | wc -l)
 ((n == 2)) && echo "ok   signal and exit: $n profiles" || bad "$n numbered profiles, expected 2 (signal, exit)"
+
+echo "== started and stopped at run time (hakmem_ctl prof.active): the countdowns look again"
+HAKMEM_PROF_RATE=64K HAKMEM_PROF_PREFIX=$tmp/late "$P" late "$tmp/during.heap" "$tmp/after.heap"
+l=$(text "$P" "$tmp/during.heap")
+v=$(pct "$l" late_keep); w=$(pct "$l" late_thread_keep)
+within "$v" 35 65 && within "$w" 35 65 && ! grep -qw early_keep <<<"$l" &&
+  echo "ok   while on: late_keep $v %, late_thread_keep $w % (the other thread's), no early_keep" ||
+  bad "profile while on: late_keep ${v:-none} %, late_thread_keep ${w:-none} %: $l"
+l=$(text "$P" "$tmp/after.heap")
+grep -qw late_keep <<<"$l" && ! grep -qw after_keep <<<"$l" && echo "ok   after it stopped: late_keep, no after_keep" ||
+  bad "profile after stopping: $l"
 
 echo "== HAKMEM_PROF_PEAK=1: a profile at each new peak"
 HAKMEM_PROF=1 HAKMEM_PROF_PEAK=1 HAKMEM_PROF_PREFIX=$tmp/p "$P" peak
