@@ -177,6 +177,8 @@ static const ctl_t ctl_table[] = {
     FIG_U64("stats.threads.idle_slabs", idle_slabs),
     FIG_U64("stats.threads.park_slabs", park_slabs),
     FIG_U64("stats.small.surplus_pages", pool_surplus_pages),
+    FIG("stats.sampled.live_blocks", sampled_live),
+    FIG("stats.sampled.pages", sampled_pages),
     FIG("stats.bigcache.resident", bigcache_resident),
     FIG("stats.bigcache.mapped", bigcache_mapped),
     FIG("stats.os.mmap", os.mmap_calls),

@@ -111,7 +111,11 @@ hak_warm void _hak_free_generic(void* p, const char* op) {
   }
   /* the segment map and the header agree: a segment starts here */
   hak_assert_cmp(kind, >=, HAK_SEG_SMALL);
-  hak_assert_cmp(kind, <=, HAK_SECURE ? HAK_SEG_ZERO : HAK_SEG_LARGE);
+  hak_assert_cmp(kind, <=, HAK_SEG_SLOTS);
+  if (kind == HAK_SEG_SLOTS) {
+    _hak_slots_free(r.seg, p, op);
+    return;
+  }
   if (kind == HAK_SEG_LARGE) {
     if ((uint8_t*)p != hak_large_block(r.seg)) {
       _hak_invalid_pointer(op, p, "not the start of a block");
@@ -154,6 +158,11 @@ size_t _hak_usable_size(const void* p, const char* op) {
     }
     return hak_large_usable(r.seg);
   }
+  if (kind == HAK_SEG_SLOTS) {
+    size_t u = _hak_slots_usable(r.seg, p);
+    if (u == 0) _hak_invalid_pointer(op, p, "not a live block");
+    return u;
+  }
   if (HAK_SECURE && kind == HAK_SEG_ZERO) {
     int st = _hak_zero_state(r.seg, p);
     if (st != 1) _hak_invalid_pointer(op, p, st == 0 ? "block was freed" : "not the start of a block");
@@ -187,6 +196,7 @@ bool _hak_is_live_block(const void* p) {
     return _hak_huge_aligned_lookup(p, &hs);
   }
   if (kind == HAK_SEG_LARGE) return hak_large_live_at(r.seg, p);
+  if (kind == HAK_SEG_SLOTS) return _hak_slots_usable(r.seg, p) != 0;
   if (HAK_SECURE && kind == HAK_SEG_ZERO) return _hak_zero_state(r.seg, p) == 1;
   const hak_slab_t* s = r.slab;
   uintptr_t xo = r.xo;

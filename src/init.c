@@ -61,6 +61,7 @@ hak_warm hak_heap_t* _hak_thread_init(void) {
 /* ---------------------------------------------------------------- fork */
 static void fork_prepare(void) {
   _hak_mesh_fork_prepare();   /* first: a compaction in progress finishes; last: its barrier (mesh.c) */
+  _hak_slots_fork_prepare();  /* a new slot segment takes the limit's and the segments' locks under it */
   _hak_limit_fork_prepare();  /* before the tiers' locks: a limit release takes them under it */
   _hak_heaps_fork_prepare();
   _hak_pool_fork_prepare();
@@ -85,11 +86,13 @@ static void fork_parent(void) {
   _hak_segments_fork_parent();
   _hak_pool_fork_parent();
   _hak_heaps_fork_parent();
+  _hak_slots_fork_parent();
 }
 static void fork_child(void) {
   _hak_tls_forking = false;
   _hak_mesh_fork_child();   /* first: the child's own copy of meshed pages */
   _hak_prof_fork_child();
+  _hak_slots_fork_child();
   _hak_sites_fork_child();
   _hak_ctl_fork_child();
   _hak_limit_fork_child();

@@ -382,7 +382,9 @@ hak_inline uint32_t hak_used_add(hak_slab_t* s, int32_t d) {
 }
 
 /* ---------------------------------------------------------------- segments */
-typedef enum { HAK_SEG_SMALL = 1, HAK_SEG_LARGE = 2 } hak_seg_kind_t;
+/* (3: the secure build's zero-size blocks, secure.h; 4: slots.c's page
+ * slots for sampled blocks) */
+typedef enum { HAK_SEG_SMALL = 1, HAK_SEG_LARGE = 2, HAK_SEG_SLOTS = 4 } hak_seg_kind_t;
 
 /* A small segment's pages belong to the process (pool.c): any heap may put a
  * slab on any free run.  A member entry says which slabs of the segment one
@@ -894,6 +896,14 @@ bool  _hak_prof_busy(void);         /* this thread is inside the profiler: its m
 int64_t _hak_prof_draw(hak_heap_t* h);
 void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t site);
 void  _hak_prof_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
+/* slots.c: page slots for sampled blocks of up to a page */
+void* _hak_slots_alloc(size_t size);
+size_t _hak_slots_usable(hak_segment_t* seg, const void* p);
+void  _hak_slots_free(hak_segment_t* seg, void* p, const char* op);
+void  _hak_slots_figures(size_t* live, size_t* resident, size_t* segments);
+void  _hak_slots_fork_prepare(void);
+void  _hak_slots_fork_parent(void);
+void  _hak_slots_fork_child(void);
 /* sample.c: the sampling point on malloc's paths */
 void* _hak_sample_class(hak_heap_t* h, size_t cls, size_t size, bool any_class, uintptr_t site);
 void  _hak_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
@@ -1100,6 +1110,7 @@ typedef struct {
   uint64_t large_nmalloc, large_nfree;
   uint64_t idle_slabs, pool_surplus_pages;   /* slabs taken from idle heaps (heap.c), free pages aged by count (pool.c) */
   uint64_t park_slabs;                       /* slabs sleeping threads gave (park.c) */
+  size_t sampled_live, sampled_pages, sampled_segments;   /* page slots of sampled blocks (slots.c) */
   size_t bigcache_resident, bigcache_mapped, batch_mapped, quarantine_mapped;
   hak_class_figures_t cls[HAK_NCLASSES];
   hak_os_stats_t os;

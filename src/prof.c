@@ -330,19 +330,24 @@ static void record(void* p, size_t size, uintptr_t site) {
   prof_unlock();
 }
 
-/* A sampled class allocation: a large block, whose free is seen (large.c,
- * seg->prof), of the class's size (what malloc_usable_size says of it, and
- * what the program may write) and aligned as every block of the class is
- * (to the lowest set bit of its size: slabs start on 64 KiB boundaries).
- * The sample is the request's size: the countdown counts requested bytes. */
+/* A sampled class allocation, of the class's size (what
+ * malloc_usable_size says of it, and what the program may write), where its
+ * free is seen: up to a page, a page slot (slots.c: page aligned); larger,
+ * a large block (large.c, seg->prof), aligned as every block of the class
+ * is (to the lowest set bit of its size: slabs start on 64 KiB boundaries).
+ * The secure build's are large blocks (its checks know those).  The sample
+ * is the request's size: the countdown counts requested bytes. */
 void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t site) {
   uint32_t bsize = _hak_class_size[cls];
   prof_busy = true;
-  void* p = _hak_large_alloc(bsize, any_class ? 16 : (size_t)(bsize & -bsize), false, site);
-  if (p != NULL) {
-    hak_segment_of(p)->prof = 1;
-    record(p, size, site);
+  void* p;
+  if (!HAK_SECURE && bsize <= HAK_OS_PAGE) {
+    p = _hak_slots_alloc(bsize);
+  } else {
+    p = _hak_large_alloc(bsize, any_class ? 16 : (size_t)(bsize & -bsize), false, site);
+    if (p != NULL) hak_segment_of(p)->prof = 1;
   }
+  if (p != NULL) record(p, size, site);
   prof_busy = false;
   return p;
 }

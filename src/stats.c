@@ -68,6 +68,9 @@ static void report_large(hak_sbuf_t* sb) {
 }
 
 static void report_policies(hak_sbuf_t* sb) {
+  size_t sl, sp, ss;
+  _hak_slots_figures(&sl, &sp, &ss);
+  if (ss != 0) _hak_sb_add(sb, "sampled: live_blocks=%zu pages=%zu segments=%zu\n", sl, sp, ss);
   if (_hak_scavenge_enabled())
     _hak_sb_add(sb, "scavenge: passes=%llu pages_given_back=%llu bytes_given_back=%llu readmitted_pages=%llu dropped_now=%zu\n",
            (unsigned long long)hak_load_relaxed(&_hak_stat_scav_passes),
@@ -291,6 +294,7 @@ void _hak_figures(hak_figures_t* f) {
   f->large_nfree = hak_load_relaxed(&_hak_stat_large_frees);
   f->idle_slabs = hak_load_relaxed(&_hak_stat_idle_slabs);
   f->park_slabs = hak_load_relaxed(&_hak_stat_park_slabs);
+  _hak_slots_figures(&f->sampled_live, &f->sampled_pages, &f->sampled_segments);
   f->pool_surplus_pages = hak_load_relaxed(&_hak_stat_pool_surplus);
   f->large_live = (size_t)(f->large_nmalloc - f->large_nfree);
   f->large_allocated = (size_t)hak_load_relaxed(&_hak_stat_large_usable);

@@ -24,6 +24,7 @@
 #include "secure.c"
 #include "quarantine.c"
 #include "zeroblock.c"
+#include "slots.c"
 #include "site.c"
 #include "unwind.c"
 #include "prof.c"

@@ -11,7 +11,13 @@
  *   threads   four threads hold in thread_keep() and exit; main in main_keep()
  *   exec      a profile, then exec of this program in mode exec2 (same pid)
  *   corrupt   children profile allocations below a corrupted frame chain
- *             (every allocation sampled: HAKMEM_PROF_RATE=1); each must exit 0 */
+ *             (every allocation sampled: HAKMEM_PROF_RATE=1); each must exit 0
+ *   late D A  profiling started at run time (profile D), then stopped (A)
+ *   slots     sampled blocks of up to a page in page slots (HAKMEM_PROF_RATE=1):
+ *             their sizes, realloc, calloc, alignment, frees from another
+ *             thread, two segments' worth live, the slots reused
+ *   slot-double-free, slot-interior, slot-usable-freed
+ *             misuse of a sampled block: must die with the one-line report */
 #include "hak_test.h"
 #include <pthread.h>
 #include <signal.h>
@@ -117,7 +123,98 @@ static int mode_late(const char* during, const char* after) {
   CHECK(hakmem_ctl("prof.active", NULL, NULL, &on, sizeof on) == 0);
   for (int i = 0; i < 16384; i++) after_keep(1024);
   CHECKF(hakmem_prof_dump(after) == 0, "hakmem_prof_dump(%s): %s", after, strerror(errno));
-  return 0;
+  return ht_failures != 0;
+}
+
+/* Every allocation sampled (HAKMEM_PROF_RATE=1): the blocks of up to a page
+ * live in page slots, counted by stats.sampled.*. */
+static size_t sampled(const char* what) {
+  size_t v = 0, n = sizeof v;
+  uint64_t e = 1;
+  CHECK(hakmem_ctl("epoch", NULL, NULL, &e, sizeof e) == 0);
+  CHECK(hakmem_ctl(what, &v, &n, NULL, 0) == 0);
+  return v;
+}
+static pthread_barrier_t slot_bar;
+static void* slot_free_worker(void* arg) {
+  void** v = arg;
+  pthread_barrier_wait(&slot_bar);
+  for (int i = 0; i < 256; i++) t_free(v[i]);
+  return NULL;
+}
+/* (run with HAKMEM_BACKGROUND=0: the release thread's start allocates
+ * for glibc, a live sample the counts below would see) */
+static int mode_slots(void) {
+  t_free(t_malloc(8));   /* (a heap's first malloc reloads its countdown: not a sample) */
+  printf("slots:\n");   /* (stdout's buffer, a live sample, made before the count) */
+  fflush(stdout);
+  size_t live0 = sampled("stats.sampled.live_blocks");
+  /* (at HAKMEM_PROF_RATE=1 the intervals are 1 or 2 bytes, rarely more: a
+   * request of 16 bytes or more is always sampled) */
+  static const size_t sizes[] = {16, 17, 100, 1000, 3000, 4000};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    size_t n = sizes[k];
+    uint8_t* p = t_malloc(n);
+    CHECKF(p != NULL && ((uintptr_t)p & 4095) == 0, "malloc(%zu) = %p: not a page slot", n, (void*)p);
+    size_t u = t_malloc_usable_size(p);
+    CHECKF(u >= n && u <= 4096, "malloc(%zu): usable %zu", n, u);
+    memset(p, 0xA5, u);
+    CHECKF(sampled("stats.sampled.live_blocks") == live0 + 1, "malloc(%zu): live samples %zu, %zu before", n,
+           sampled("stats.sampled.live_blocks"), live0);
+    uint8_t* q = t_realloc(p, n * 3 + 5000);   /* out of the slot: a sampled large block */
+    CHECK(q != NULL);
+    for (size_t i = 0; i < u && i < n * 3 + 5000; i++) CHECKF(q[i] == 0xA5, "realloc(%zu) lost byte %zu", n, i);
+    CHECKF(sampled("stats.sampled.live_blocks") == live0, "realloc(%zu): the slot is still live", n);
+    t_free(q);
+    uint8_t* z = t_calloc(1, n);   /* a reused slot's page holds old bytes: calloc clears them */
+    for (size_t i = 0; i < n; i++) CHECKF(z[i] == 0, "calloc(1, %zu): byte %zu is %u", n, i, z[i]);
+    t_free(z);
+  }
+  void* a = NULL;
+  CHECK(t_posix_memalign(&a, 256, 200) == 0 && ((uintptr_t)a & 255) == 0);
+  t_free(a);
+  /* blocks sampled here, freed by another thread */
+  /* (what pthread_create allocates is sampled too: counted from after it) */
+  static void* v[256];
+  pthread_t t;
+  pthread_barrier_init(&slot_bar, NULL, 2);
+  CHECK(pthread_create(&t, NULL, slot_free_worker, v) == 0);
+  size_t mid = sampled("stats.sampled.live_blocks");
+  for (int i = 0; i < 256; i++) v[i] = t_malloc(64 + i);
+  CHECK(sampled("stats.sampled.live_blocks") == mid + 256);
+  pthread_barrier_wait(&slot_bar);
+  CHECK(pthread_join(t, NULL) == 0);
+  size_t after = sampled("stats.sampled.live_blocks");
+  CHECKF(after <= mid, "live samples %zu after another thread freed 256, %zu before they were made", after, mid);
+  /* more live than a segment holds (504), then all freed and taken again:
+   * the pages are reused, not added to */
+  static void* w[1200];
+  for (int i = 0; i < 1200; i++) w[i] = t_malloc(500);
+  size_t pages = sampled("stats.sampled.pages");
+  CHECKF(pages >= 1200, "1,200 live samples in %zu slot pages", pages);
+  for (int i = 0; i < 1200; i++) t_free(w[i]);
+  for (int i = 0; i < 1200; i++) w[i] = t_malloc(700);
+  CHECKF(sampled("stats.sampled.pages") == pages, "slot pages %zu after reuse, %zu before", sampled("stats.sampled.pages"), pages);
+  for (int i = 0; i < 1200; i++) t_free(w[i]);
+  CHECKF(sampled("stats.sampled.live_blocks") == after, "live samples %zu at the end, %zu before the 1,200", sampled("stats.sampled.live_blocks"), after);
+  printf("slots: %s (%zu pages)\n", ht_failures ? "FAILED" : "ok", pages);
+  return ht_failures != 0;
+}
+static int mode_slot_misuse(const char* m) {
+  t_free(t_malloc(8));
+  fprintf(stderr, "%s\n", m);   /* (stderr's buffer first) */
+  uint8_t* p = t_malloc(100);
+  CHECKF(((uintptr_t)p & 4095) == 0, "malloc(100) = %p: not a page slot", (void*)p);
+  if (!strcmp(m, "slot-double-free")) {
+    t_free(p);
+    t_free(p);
+  } else if (!strcmp(m, "slot-interior")) {
+    t_free(p + 16);
+  } else {
+    t_free(p);
+    (void)t_malloc_usable_size(p);
+  }
+  return 0;   /* not reached: the report aborts */
 }
 
 __attribute__((noinline)) void peak_keep(size_t n) { hold(t_malloc(n), n); }
@@ -258,6 +355,8 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "dump") && argc > 2) return mode_dump(argv[2]);
   if (!strcmp(m, "peak")) return mode_peak();
   if (!strcmp(m, "late") && argc > 3) return mode_late(argv[2], argv[3]);
+  if (!strcmp(m, "slots")) return mode_slots();
+  if (!strncmp(m, "slot-", 5)) return mode_slot_misuse(m);
   if (!strcmp(m, "fork")) return mode_fork();
   if (!strcmp(m, "threads")) return mode_threads();
   if (!strcmp(m, "exec")) return mode_exec(argv[0]);

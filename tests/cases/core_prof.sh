@@ -139,6 +139,15 @@ HAKMEM_PROF_RATE=1K HAKMEM_PROF_UNWIND=libunwind HAKMEM_PROF_PREFIX=$tmp/f "$P" 
 set -e
 ((st == 139)) && echo "ok   no handler: killed by SIGSEGV" || bad "fault: exit status $st, expected 139 (SIGSEGV)"
 
+echo "== sampled blocks in page slots (every allocation sampled)"
+run "test-prof slots" env HAKMEM_BACKGROUND=0 HAKMEM_PROF=1 HAKMEM_PROF_RATE=1 HAKMEM_PROF_PREFIX="$tmp/sl" "$P" slots
+for m in slot-double-free:'double free' slot-interior:'invalid pointer' slot-usable-freed:'invalid pointer'; do
+  st=0
+  err=$(env HAKMEM_PROF=1 HAKMEM_PROF_RATE=1 HAKMEM_PROF_PREFIX="$tmp/sl" "$P" "${m%%:*}" 2>&1 >/dev/null) || st=$?
+  ((st == 134)) && [[ $(grep -c '^hakmem: ' <<<"$err") == 1 ]] && grep -q "${m#*:}.*0x[0-9a-f]" <<<"$err" &&
+    echo "ok   ${m%%:*}: $err" || bad "${m%%:*}: exit $st, stderr: $err"
+done
+
 echo "== the allocator's own checks with profiling on (debug build: its invariants asserted)"
 # every 4 KiB sampled: blocks cut from the fast path's lists, frees set aside
 # and taken back, sampled blocks served, resized and freed as large blocks
