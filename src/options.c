@@ -13,7 +13,7 @@ static const char* const thp_names[] = {"never", "auto", "always"};
 static const char* const strategy_names[] = {"none", "cache", "release", "decommit", "prefault", "populate"};
 const char* _hak_profile_name(long long p) { return p >= 0 && p < 3 ? profile_names[p] : "?"; }
 const char* _hak_strategy_name(int s) { return s >= 0 && s < HAK_STRAT_COUNT ? strategy_names[s + 1] : "?"; }
-static const char* const unwind_names[] = {"auto", "libunwind", "fp"};
+static const char* const unwind_names[] = {"auto", "libunwind", "fp", "libgcc"};
 
 /* kind token -> parser kind and word list */
 #define KIND_BOOL K_BOOL, NULL

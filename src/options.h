@@ -97,8 +97,8 @@ typedef enum {
     "heap profiling: a profile is written when the process gets this signal (a number, 0 = none)") \
   X(PROF_PEAK,    "HAKMEM_PROF_PEAK",    BOOL, 0, 0, 0, 0, 1, \
     "heap profiling: write a profile each time the sampled live bytes pass their peak by an eighth") \
-  X(PROF_UNWIND,  "HAKMEM_PROF_UNWIND",  ENUM_UNWIND, 0, 0, 0, 0, 2, \
-    "heap profiling: how stacks are walked: auto (libunwind when it loads, else frame pointers) | libunwind | fp") \
+  X(PROF_UNWIND,  "HAKMEM_PROF_UNWIND",  ENUM_UNWIND, 0, 0, 0, 0, 3, \
+    "heap profiling: how stacks are walked: auto (libgcc's unwinder, else libunwind, else frame pointers) | libunwind | fp | libgcc") \
   X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \
     "testing: after this many mmap calls, fail the next ones with ENOMEM (0 = off)") \
   X(FAIL_MMAP_COUNT, "HAKMEM_FAIL_MMAP_COUNT", INT, 0, 0, 0, 0, LLONG_MAX, \

@@ -1,11 +1,17 @@
 /* Call stacks for the heap profiler (prof.c).  Debian's programs and
  * libraries are built without frame pointers, so the walk that names their
- * functions reads the unwind tables: libunwind, as gperftools does, loaded
- * with dlopen when profiling starts, so that hakmem has no dependency on it
- * while profiling is off (nor a link-time one at all).  Where it is missing
- * (or HAKMEM_PROF_UNWIND=fp) a frame-pointer walk stands in, bounded to the
- * thread's own stack mapping so that a broken frame chain ends the walk
- * instead of faulting.  Neither calls malloc on hakmem's behalf. */
+ * functions reads the unwind tables: libgcc's unwinder (_Unwind_Backtrace,
+ * what glibc's backtrace() uses; with glibc 2.35 and later it finds a
+ * frame's tables by _dl_find_object, without a lock or a system call), or
+ * libunwind, as gperftools does.  Either is loaded with dlopen when
+ * profiling starts, so that hakmem has no dependency on it while profiling
+ * is off (nor a link-time one at all).  libunwind masks all signals around
+ * each frame's table lookup (two system calls a frame) and brings liblzma
+ * in: on espresso, 3 % of its time and 650 KiB against libgcc's
+ * (docs/DESIGN.md).  Where neither loads (or HAKMEM_PROF_UNWIND=fp) a
+ * frame-pointer walk stands in, bounded to the thread's own stack mapping
+ * so that a broken frame chain ends the walk instead of faulting.  None
+ * calls malloc on hakmem's behalf. */
 #include "internal.h"
 #include <dlfcn.h>
 #include <setjmp.h>
@@ -29,13 +35,24 @@ static unw_init_local_fn unw_init_local_p;
 static unw_step_fn unw_step_p;
 static unw_get_reg_fn unw_get_reg_p;
 static bool unw_ok;
-/* Threads inside libunwind now: a fork child in which another thread was
+/* libgcc's: _Unwind_Backtrace(callback, arg) calls back once a frame, from
+ * the caller's own; _Unwind_GetIP is the frame's return address,
+ * _Unwind_GetCFA its canonical frame address (the caller's sp before the
+ * call).  A callback's nonzero return (_URC_END_OF_STACK, 5) ends it. */
+typedef int (*gcc_trace_fn)(void* ctx, void* arg);
+typedef int (*gcc_backtrace_fn)(gcc_trace_fn fn, void* arg);
+typedef uintptr_t (*gcc_get_fn)(void* ctx);
+static gcc_backtrace_fn gcc_backtrace_p;
+static gcc_get_fn gcc_getip_p, gcc_getcfa_p;
+static bool gcc_ok;
+/* Threads inside an unwinder now: a fork child in which another thread was
  * there may find libunwind's locks and caches half-updated, and walks
  * frame pointers instead (_hak_unwind_fork_child). */
 static _Atomic(int) unw_inside;
 static bool unw_off;   /* this process (a fork child) does not use libunwind */
 
-/* A fault inside libunwind ends the walk, not the program.  libunwind reads
+/* A fault inside the unwinder ends the walk, not the program.  libunwind
+ * (and libgcc's unwinder alike) reads
  * where each frame's unwind rule points without checking that the address
  * is mapped: a frame whose saved frame pointer was overwritten sends it to
  * garbage (test-prof corrupt), and no check from outside can tell which
@@ -76,8 +93,28 @@ static void unw_guard_install(void) {
   sigaction(SIGBUS, &sa, &unw_old[1]);
 }
 
+/* libgcc's unwinder (HAKMEM_PROF_UNWIND auto or libgcc): true when it
+ * loads. */
+static bool gcc_init(void) {
+  void* lib = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) return false;
+  gcc_backtrace_p = (gcc_backtrace_fn)dlsym(lib, "_Unwind_Backtrace");
+  gcc_getip_p = (gcc_get_fn)dlsym(lib, "_Unwind_GetIP");
+  gcc_getcfa_p = (gcc_get_fn)dlsym(lib, "_Unwind_GetCFA");
+  gcc_ok = gcc_backtrace_p && gcc_getip_p && gcc_getcfa_p;
+  if (gcc_ok) unw_guard_install();
+  return gcc_ok;
+}
+
 void _hak_unwind_init(void) {
-  if (unw_ok || hak_opt(PROF_UNWIND) == 2) return;
+  long long how = hak_opt(PROF_UNWIND);   /* 0 auto, 1 libunwind, 2 fp, 3 libgcc */
+  if (unw_ok || gcc_ok || how == 2) return;
+  if (how != 1) {
+    if (gcc_init() || how == 3) {
+      if (!gcc_ok) _hak_message("hakmem: HAKMEM_PROF_UNWIND=libgcc, but libgcc_s.so.1 does not load: stacks from frame pointers\n");
+      return;
+    }
+  }
   void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL) {
     if (hak_opt(PROF_UNWIND) == 1)
@@ -99,7 +136,9 @@ void _hak_unwind_init(void) {
   if (unw_ok) unw_guard_install();
 }
 
-const char* _hak_unwind_method(void) { return unw_ok && !unw_off ? "libunwind" : "frame pointers"; }
+const char* _hak_unwind_method(void) {
+  return unw_off ? "frame pointers" : gcc_ok ? "libgcc" : unw_ok ? "libunwind" : "frame pointers";
+}
 
 /* ---------------------------------------------------------------- frame pointers */
 /* The thread's stack mapping, found once in /proc/self/maps (read with
@@ -197,6 +236,36 @@ static hak_noinline int unw_walk(uintptr_t* pcs, int max) {
   return n;
 }
 
+/* libgcc's walk from here, bounded as libunwind's is: every frame's CFA
+ * above the last and inside this thread's stack mapping. */
+typedef struct {
+  uintptr_t* pcs;
+  int n, max;
+  uintptr_t last;
+} gcc_walk_t;
+static int gcc_frame(void* ctx, void* arg) {
+  gcc_walk_t* w = arg;
+  uintptr_t ip = gcc_getip_p(ctx), cfa = gcc_getcfa_p(ctx);
+  if (ip == 0 || w->n >= w->max || cfa <= w->last || cfa < stack_lo || cfa > stack_hi) return 5;
+  w->last = cfa;
+  w->pcs[w->n++] = ip;
+  return 0;
+}
+static hak_noinline int gcc_walk(uintptr_t* pcs, int max) {
+  stack_bounds((uintptr_t)__builtin_frame_address(0));
+  if (stack_hi == 0 || unw_faulted) return 0;
+  volatile gcc_walk_t w = {pcs, 0, max, 0};   /* (kept across the jump back) */
+  sigjmp_buf jb;
+  if (sigsetjmp(jb, 0) != 0) {   /* the unwinder faulted: the frames so far */
+    unw_faulted = true;
+    return w.n;
+  }
+  unw_jmp = &jb;
+  gcc_backtrace_p(gcc_frame, (void*)&w);
+  unw_jmp = NULL;
+  return w.n;
+}
+
 /* Walk saved frame pointers from the allocation's caller.  hakmem itself is
  * built without them (the fast paths would pay for the frames), so the walk
  * cannot start at its own frame.  It finds the call's return address (the
@@ -244,9 +313,9 @@ static hak_noinline int fp_walk(uintptr_t* pcs, int max, uintptr_t site) {
  * whole walk (its first frames are the allocator's own; prof.c cuts them at
  * the site), with frame pointers from the site on. */
 hak_noinline int _hak_unwind(uintptr_t* pcs, int max, uintptr_t site) {
-  if (unw_ok && !unw_off) {
+  if ((gcc_ok || unw_ok) && !unw_off) {
     atomic_fetch_add_explicit(&unw_inside, 1, memory_order_acquire);
-    int n = unw_walk(pcs, max);
+    int n = gcc_ok ? gcc_walk(pcs, max) : unw_walk(pcs, max);
     atomic_fetch_sub_explicit(&unw_inside, 1, memory_order_release);
     if (n > 0) return n;
   }

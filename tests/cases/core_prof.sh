@@ -8,7 +8,7 @@
 # its own set; exiting threads; exec (the same pid: no file overwritten); a
 # threaded C++ program's top entries name its functions; children whose
 # frame chain is corrupted survive every allocation being sampled, with
-# libunwind and with frame pointers; the model and thread tests of the
+# libgcc's unwinder, libunwind and frame pointers; the model and thread tests of the
 # debug build pass with most allocations sampled; the launcher's
 # --heap-profile; nothing is written with profiling off.
 set -euo pipefail
@@ -123,7 +123,7 @@ within "$sum" 90 101 && echo "ok   build_nodes and build_index hold $sum %" ||
   bad "C++ profile: build_nodes and build_index hold $sum % of the live bytes, expected all"
 
 echo "== a corrupted frame chain, every allocation sampled"
-for u in libunwind fp; do
+for u in libgcc libunwind fp; do
   if HAKMEM_PROF=1 HAKMEM_PROF_RATE=1 HAKMEM_PROF_UNWIND=$u HAKMEM_PROF_PREFIX=$tmp/c-$u "$P" corrupt; then
     echo "ok   $u"
   else
@@ -133,11 +133,14 @@ done
 
 echo "== a fault outside the walk is the program's (its handler, else the default action)"
 set +e
-HAKMEM_PROF_RATE=1K HAKMEM_PROF_UNWIND=libunwind HAKMEM_PROF_PREFIX=$tmp/f "$P" chain; st=$?
-((st == 7)) && echo "ok   the program's SIGSEGV handler ran (exit 7)" || bad "chain: exit status $st, expected 7 (the program's handler)"
-(ulimit -c 0; HAKMEM_PROF_RATE=1K HAKMEM_PROF_UNWIND=libunwind HAKMEM_PROF_PREFIX=$tmp/f exec "$P" fault); st=$?
+for u in libgcc libunwind; do
+  HAKMEM_PROF_RATE=1K HAKMEM_PROF_UNWIND=$u HAKMEM_PROF_PREFIX=$tmp/f "$P" chain; st=$?
+  ((st == 7)) && echo "ok   $u: the program's SIGSEGV handler ran (exit 7)" ||
+    bad "chain ($u): exit status $st, expected 7 (the program's handler)"
+  (ulimit -c 0; HAKMEM_PROF_RATE=1K HAKMEM_PROF_UNWIND=$u HAKMEM_PROF_PREFIX=$tmp/f exec "$P" fault); st=$?
+  ((st == 139)) && echo "ok   $u: no handler: killed by SIGSEGV" || bad "fault ($u): exit status $st, expected 139 (SIGSEGV)"
+done
 set -e
-((st == 139)) && echo "ok   no handler: killed by SIGSEGV" || bad "fault: exit status $st, expected 139 (SIGSEGV)"
 
 echo "== sampled blocks in page slots (every allocation sampled)"
 run "test-prof slots" env HAKMEM_BACKGROUND=0 HAKMEM_PROF=1 HAKMEM_PROF_RATE=1 HAKMEM_PROF_PREFIX="$tmp/sl" "$P" slots
