@@ -905,7 +905,7 @@ void  _hak_slots_fork_prepare(void);
 void  _hak_slots_fork_parent(void);
 void  _hak_slots_fork_child(void);
 /* sample.c: the sampling point on malloc's paths */
-void* _hak_sample_class(hak_heap_t* h, size_t cls, size_t size, bool any_class, uintptr_t site);
+bool  _hak_sample_due(hak_heap_t* h);
 void  _hak_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
 void  _hak_sample_soon(void);
 void  _hak_prof_free(void* p);

@@ -298,10 +298,11 @@ static void prof_unlock(void) {
 
 /* The sample's stack, from the allocation's call site on: the frames above
  * it are the allocator's own (the site is the return address the public
- * entry point saw; a walk that does not meet it is kept whole). */
-static void record(void* p, size_t size, uintptr_t site) {
-  uintptr_t pcs[PROF_WALK];
-  int n = _hak_unwind(pcs, PROF_WALK, site);
+ * entry point saw; a walk that does not meet it is kept whole).  The
+ * callers walk it themselves, so that the walk steps through as few of the
+ * allocator's frames as it can (each costs libgcc's unwinder about 1,700
+ * instructions). */
+static void record(void* p, size_t size, uintptr_t site, uintptr_t* pcs, int n) {
   int from = 0;
   for (int i = 0; i < n; i++)
     if (pcs[i] == site) {
@@ -340,6 +341,8 @@ static void record(void* p, size_t size, uintptr_t site) {
 void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t site) {
   uint32_t bsize = _hak_class_size[cls];
   prof_busy = true;
+  uintptr_t pcs[PROF_WALK];
+  int n = _hak_unwind(pcs, PROF_WALK, site);
   void* p;
   if (!HAK_SECURE && bsize <= HAK_OS_PAGE) {
     p = _hak_slots_alloc(bsize);
@@ -347,7 +350,7 @@ void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t 
     p = _hak_large_alloc(bsize, any_class ? 16 : (size_t)(bsize & -bsize), false, site);
     if (p != NULL) hak_segment_of(p)->prof = 1;
   }
-  if (p != NULL) record(p, size, site);
+  if (p != NULL) record(p, size, site, pcs, n);
   prof_busy = false;
   return p;
 }
@@ -356,7 +359,9 @@ void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t 
 void _hak_prof_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site) {
   prof_busy = true;
   seg->prof = 1;
-  record(p, size, site);
+  uintptr_t pcs[PROF_WALK];
+  int n = _hak_unwind(pcs, PROF_WALK, site);
+  record(p, size, site, pcs, n);
   prof_busy = false;
 }
 

@@ -227,7 +227,8 @@ hak_warm void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uin
   void* p = NULL;
   /* the sampling point (sample.c), counted here for the mallocs the fast
    * path did not serve */
-  if (hak_unlikely((h->sample_left -= (int64_t)size) < 0)) p = _hak_sample_class(h, cls, size, align <= 16, site);
+  if (hak_unlikely((h->sample_left -= (int64_t)size) < 0) && _hak_sample_due(h))
+    p = _hak_prof_sample_class(cls, size, align <= 16, site);
   if (p == NULL) p = heap_alloc_class(h, cls, size, align <= 16);
   hak_heap_leave(h);
   return p;
@@ -239,7 +240,7 @@ hak_warm void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uin
 hak_warm void* _hak_malloc_due(size_t size, hak_heap_t* h, hak_heap_cls_t* e, uintptr_t site) {
   size_t cls = (size_t)(e - h->cls);
   hak_heap_enter(h);
-  void* p = _hak_sample_class(h, cls, size, true, site);
+  void* p = _hak_sample_due(h) ? _hak_prof_sample_class(cls, size, true, site) : NULL;
   if (p == NULL) p = heap_alloc_class(h, cls, size, true);
   hak_heap_leave(h);
   return p;

@@ -37,12 +37,10 @@ void _hak_sample_soon(void) {
 }
 
 /* The countdown ran out on a class allocation (alloc.h, refill.c), the heap
- * entered: the block if the profiler serves it, else NULL (the caller
- * allocates as usual). */
-hak_warm void* _hak_sample_class(hak_heap_t* h, size_t cls, size_t size, bool any_class, uintptr_t site) {
-  if (!sample_reload(h) || _hak_prof_busy()) return NULL;
-  return _hak_prof_sample_class(cls, size, any_class, site);
-}
+ * entered: true when the allocation is a heap-profile sample (the caller
+ * has the profiler serve it: a decision, not a call around the sampling,
+ * so that the stack walk steps through one frame fewer). */
+hak_warm bool _hak_sample_due(hak_heap_t* h) { return sample_reload(h) && !_hak_prof_busy(); }
 
 /* A large block was made (large.c): its bytes count down too; if they take
  * the countdown below zero, it is the sample.  Not the profiler's own
