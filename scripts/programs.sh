@@ -44,6 +44,10 @@
 #                      (also known: mi343, snmalloc, and for the secure builds
 #                      hakmem_secure, mi241_secure, hardened, scudo)
 #   LIB_<alloc>=path   use this library for an allocator
+#   ENV_<alloc>="VAR=value ..."  set these in the environment of an allocator's
+#                      runs (e.g. ALLOCS="glibc hakmem hakprof" LIB_hakprof=build/libhakmem.so
+#                      ENV_hakprof="HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=/tmp/p": hakmem with
+#                      heap profiling, beside hakmem without)
 #   OUTDIR=dir         where to write (default results/<date>-<time>-<host>-programs
 #                      or -servers)
 #   NO_BUILD=1         do not run make (use the existing build/)
@@ -294,6 +298,9 @@ for p in "${PROGS[@]}"; do
       (
         set -E
         trap 'log "$p $a run $k: status $? at line $LINENO: $BASH_COMMAND"' ERR
+        envvar=ENV_$a
+        # shellcheck disable=SC2086  # (words: VAR=value pairs)
+        [[ -z ${!envvar:-} ]] || export ${!envvar}
         run_one "$p" "${LIB[$a]}" "$OUT/logs/$p-$a-$k"
       ) >"$WORK/res" &
       RUN_PID=$!
