@@ -889,8 +889,9 @@ extern _Atomic(size_t) _hak_seg_count, _hak_seg_small, _hak_seg_cached, _hak_seg
 
 /* prof.c: sampled heap profiling (HAKMEM_PROF).  Its samples are the
  * allocations at which malloc's countdown runs out (sample.c); a sampled
- * class allocation is served as a large block, whose free large.c reports
- * (seg->prof).  The fast paths keep no other trace of it. */
+ * class allocation is served in a page slot (slots.c) or, above a page, as
+ * a large block (seg->prof): either's free reports it.  The fast paths keep
+ * no other trace of it. */
 extern _Atomic(int) _hak_prof_on;   /* 0 off, 1 sampling */
 bool  _hak_prof_busy(void);         /* this thread is inside the profiler: its mallocs are not sampled */
 int64_t _hak_prof_draw(hak_heap_t* h);

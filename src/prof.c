@@ -1,14 +1,16 @@
 /* Sampled heap profiling (HAKMEM_PROF=1): the call stacks that hold memory,
  * written in gperftools' heap-profile format so that google-pprof reads
- * them (docs/DESIGN.md, "The sampling point and heap profiling").  The samples are the allocations
- * at which malloc's countdown runs out (sample.c: one subtraction and a
- * branch on the fast path, profiling on or off):
+ * them (docs/DESIGN.md, "The sampling point and heap profiling").  The
+ * samples are the allocations at which malloc's countdown runs out
+ * (sample.c: one subtraction and a branch on the fast path, profiling on or
+ * off):
  *  - while profiling is on, each heap's countdown is drawn here, from an
  *    exponential distribution of mean HAKMEM_PROF_RATE requested bytes, as
  *    tcmalloc and jemalloc draw theirs;
- *  - a sampled class allocation is served as a large block (large.c), whose
- *    free always goes out of line: seg->prof sends it here, exactly once; a
- *    sampled large block is one already.
+ *  - a sampled class allocation is served where its free always goes out of
+ *    line and comes here, exactly once: up to a page in a page slot
+ *    (slots.c), above as a large block (large.c, seg->prof); a sampled large
+ *    block is one already.
  * The profiler's own memory comes from os.c mappings, never from malloc;
  * writing a profile uses a static buffer and write(2). */
 #include "internal.h"
