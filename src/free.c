@@ -111,9 +111,15 @@ hak_warm void _hak_free_generic(void* p, const char* op) {
   }
   /* the segment map and the header agree: a segment starts here */
   hak_assert_cmp(kind, >=, HAK_SEG_SMALL);
-  hak_assert_cmp(kind, <=, HAK_SEG_SLOTS);
-  if (kind == HAK_SEG_SLOTS) {
+  hak_assert_cmp(kind, <=, HAK_SEG_GUARD);
+  if (kind == HAK_SEG_SAMPLED) {
     _hak_slots_free(r.seg, p, op);
+    return;
+  }
+  if (kind == HAK_SEG_GUARD) {
+    /* (the caller: the program's call of free, which reaches here by a tail
+     * call, or a frame of hakmem's entry points) */
+    _hak_guard_free(r.seg, p, op, (uintptr_t)__builtin_return_address(0));
     return;
   }
   if (kind == HAK_SEG_LARGE) {
@@ -158,8 +164,8 @@ size_t _hak_usable_size(const void* p, const char* op) {
     }
     return hak_large_usable(r.seg);
   }
-  if (kind == HAK_SEG_SLOTS) {
-    size_t u = _hak_slots_usable(r.seg, p);
+  if (kind == HAK_SEG_SAMPLED || kind == HAK_SEG_GUARD) {
+    size_t u = kind == HAK_SEG_SAMPLED ? _hak_slots_usable(r.seg, p) : _hak_guard_usable(r.seg, p);
     if (u == 0) _hak_invalid_pointer(op, p, "not a live block");
     return u;
   }
@@ -196,7 +202,8 @@ bool _hak_is_live_block(const void* p) {
     return _hak_huge_aligned_lookup(p, &hs);
   }
   if (kind == HAK_SEG_LARGE) return hak_large_live_at(r.seg, p);
-  if (kind == HAK_SEG_SLOTS) return _hak_slots_usable(r.seg, p) != 0;
+  if (kind == HAK_SEG_SAMPLED) return _hak_slots_usable(r.seg, p) != 0;
+  if (kind == HAK_SEG_GUARD) return _hak_guard_usable(r.seg, p) != 0;
   if (HAK_SECURE && kind == HAK_SEG_ZERO) return _hak_zero_state(r.seg, p) == 1;
   const hak_slab_t* s = r.slab;
   uintptr_t xo = r.xo;

@@ -61,6 +61,7 @@ hak_warm hak_heap_t* _hak_thread_init(void) {
 /* ---------------------------------------------------------------- fork */
 static void fork_prepare(void) {
   _hak_mesh_fork_prepare();   /* first: a compaction in progress finishes; last: its barrier (mesh.c) */
+  _hak_guard_fork_prepare();  /* (its lock is held only around its own table) */
   _hak_slots_fork_prepare();  /* a new slot segment takes the limit's and the segments' locks under it */
   _hak_limit_fork_prepare();  /* before the tiers' locks: a limit release takes them under it */
   _hak_heaps_fork_prepare();
@@ -87,12 +88,14 @@ static void fork_parent(void) {
   _hak_pool_fork_parent();
   _hak_heaps_fork_parent();
   _hak_slots_fork_parent();
+  _hak_guard_fork_parent();
 }
 static void fork_child(void) {
   _hak_tls_forking = false;
   _hak_mesh_fork_child();   /* first: the child's own copy of meshed pages */
   _hak_prof_fork_child();
   _hak_slots_fork_child();
+  _hak_guard_fork_child();
   _hak_sites_fork_child();
   _hak_ctl_fork_child();
   _hak_limit_fork_child();
@@ -151,6 +154,7 @@ hak_warm __attribute__((constructor(101))) static void hak_constructor(void) {
   _hak_stats_init();
   if (hak_heap_get() == &_hak_heap_empty) (void)_hak_thread_init();
   _hak_prof_init();   /* HAKMEM_PROF: after the options (it may dlopen libunwind) */
+  _hak_guard_init();  /* HAKMEM_GUARD: the unwinder too */
 }
 
 hak_warm __attribute__((destructor(101))) static void hak_destructor(void) {

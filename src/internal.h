@@ -383,8 +383,8 @@ hak_inline uint32_t hak_used_add(hak_slab_t* s, int32_t d) {
 
 /* ---------------------------------------------------------------- segments */
 /* (3: the secure build's zero-size blocks, secure.h; 4: slots.c's page
- * slots for sampled blocks) */
-typedef enum { HAK_SEG_SMALL = 1, HAK_SEG_LARGE = 2, HAK_SEG_SLOTS = 4 } hak_seg_kind_t;
+ * slots for sampled blocks; 5: guard.c's pool of guarded blocks) */
+typedef enum { HAK_SEG_SMALL = 1, HAK_SEG_LARGE = 2, HAK_SEG_SAMPLED = 4, HAK_SEG_GUARD = 5 } hak_seg_kind_t;
 
 /* A small segment's pages belong to the process (pool.c): any heap may put a
  * slab on any free run.  A member entry says which slabs of the segment one
@@ -728,9 +728,12 @@ typedef struct hak_heap_s {
     uint32_t n[HAK_NCLASSES];        /* ... loans from it since the last check, and its used count then */
     uint32_t used[HAK_NCLASSES];
   } lend;
-  struct {                           /* the sampling point (sample.c, prof.c), zeroed with the heap */
-    uint64_t rng;                    /* the sampling intervals' generator */
-    uint32_t drawn;                  /* sample_left counts to a profile sample (else the idle reload) */
+  struct {                           /* the sampling point (sample.c), zeroed with the heap */
+    uint64_t rng;                    /* the intervals' generator */
+    int64_t reload;                  /* sample_left's value at its last reload */
+    int64_t prof_left, guard_left;   /* bytes from that reload to the next profile sample, guarded block */
+    double inv_size;                 /* moving mean of 1 / size where the countdown ran out (guard.c's rate) */
+    uint32_t drawn;                  /* which of prof_left, guard_left are drawn (sample.c DRAWN_*) */
   } sample;
 } hak_heap_t;
 
@@ -894,7 +897,6 @@ extern _Atomic(size_t) _hak_seg_count, _hak_seg_small, _hak_seg_cached, _hak_seg
  * no other trace of it. */
 extern _Atomic(int) _hak_prof_on;   /* 0 off, 1 sampling */
 bool  _hak_prof_busy(void);         /* this thread is inside the profiler: its mallocs are not sampled */
-int64_t _hak_prof_draw(hak_heap_t* h);
 void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t site);
 void  _hak_prof_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
 /* slots.c: page slots for sampled blocks of up to a page */
@@ -905,8 +907,20 @@ void  _hak_slots_figures(size_t* live, size_t* resident, size_t* segments);
 void  _hak_slots_fork_prepare(void);
 void  _hak_slots_fork_parent(void);
 void  _hak_slots_fork_child(void);
+/* guard.c: guarded allocations (HAKMEM_GUARD) */
+void* _hak_guard_alloc(size_t size, uintptr_t site);
+size_t _hak_guard_usable(hak_segment_t* seg, const void* p);
+void  _hak_guard_free(hak_segment_t* seg, void* p, const char* op, uintptr_t site);
+bool  _hak_guard_busy(void);
+void  _hak_guard_init(void);
+void  _hak_guard_figures(uint64_t* guarded, size_t* live, size_t* retired, uint64_t* errors);
+void  _hak_guard_fork_prepare(void);
+void  _hak_guard_fork_parent(void);
+void  _hak_guard_fork_child(void);
 /* sample.c: the sampling point on malloc's paths */
-bool  _hak_sample_due(hak_heap_t* h);
+#define HAK_SAMPLE_PROF  1u
+#define HAK_SAMPLE_GUARD 2u
+unsigned _hak_sample_due(hak_heap_t* h, size_t size);
 void  _hak_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
 void  _hak_sample_soon(void);
 void  _hak_prof_free(void* p);
@@ -926,6 +940,7 @@ void  _hak_prof_set_rate(size_t bytes);
  * innermost first; prof.c keeps them from the site on) */
 void  _hak_unwind_init(void);
 int   _hak_unwind(uintptr_t* pcs, int max, uintptr_t site);
+bool  _hak_symbolize(uintptr_t pc, char* name, size_t n, uintptr_t* off, const char** file);
 const char* _hak_unwind_method(void);
 void  _hak_unwind_fork_child(void);
 
@@ -1053,6 +1068,9 @@ hak_inline bool hak_file_id_eq(hak_file_id_t a, hak_file_id_t b) { return a.dev 
 int   _hak_os_open_read(const char* path);
 int   _hak_os_open_write(const char* path, int flags);
 ssize_t _hak_os_read(int fd, void* buf, size_t n);
+ssize_t _hak_os_pread(int fd, void* buf, size_t n, uint64_t off);
+struct sigaction;
+void  _hak_signal_pass(const struct sigaction* old, int sig, void* si, void* uc);   /* si: a siginfo_t* */
 bool  _hak_os_write_all(int fd, const void* buf, size_t n);
 bool  _hak_os_close(int fd);
 int   _hak_os_dup_cloexec(int fd, int min);
@@ -1112,6 +1130,8 @@ typedef struct {
   uint64_t idle_slabs, pool_surplus_pages;   /* slabs taken from idle heaps (heap.c), free pages aged by count (pool.c) */
   uint64_t park_slabs;                       /* slabs sleeping threads gave (park.c) */
   size_t sampled_live, sampled_pages, sampled_segments;   /* page slots of sampled blocks (slots.c) */
+  uint64_t guarded, guard_errors;            /* guarded allocations made, errors reported (guard.c) */
+  size_t guard_live, guard_retired;          /* ... live now, slots retired after an error */
   size_t bigcache_resident, bigcache_mapped, batch_mapped, quarantine_mapped;
   hak_class_figures_t cls[HAK_NCLASSES];
   hak_os_stats_t os;

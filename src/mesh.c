@@ -117,16 +117,7 @@ static void mesh_segv(int sig, siginfo_t* si, void* ctx) {
     }
     segv_tries = 0;
   }
-  if ((old_segv.sa_flags & SA_SIGINFO) && old_segv.sa_sigaction != NULL) {
-    old_segv.sa_sigaction(sig, si, ctx);
-  } else if (old_segv.sa_handler != SIG_DFL && old_segv.sa_handler != SIG_IGN) {
-    old_segv.sa_handler(sig);
-  } else {   /* the fault repeats on return, with the default action */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGSEGV, &dfl, NULL);
-  }
+  _hak_signal_pass(&old_segv, sig, si, ctx);
 }
 
 /* (Re)installed before every barrier: a program may have installed its own

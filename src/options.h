@@ -99,6 +99,10 @@ typedef enum {
     "heap profiling: write a profile each time the sampled live bytes pass their peak by an eighth") \
   X(PROF_UNWIND,  "HAKMEM_PROF_UNWIND",  ENUM_UNWIND, 0, 0, 0, 0, 3, \
     "heap profiling: how stacks are walked: auto (libgcc's unwinder, else libunwind, else frame pointers) | libunwind | fp | libgcc") \
+  X(GUARD,        "HAKMEM_GUARD",        INT, 0, 0, 0, 0, LLONG_MAX, \
+    "guarded allocations: about one allocation in N of up to a page gets a page of its own between inaccessible pages; errors are reported with their stacks (1 = every allocation the pool holds; 0 = off; default build)") \
+  X(GUARD_ABORT,  "HAKMEM_GUARD_ABORT",  BOOL, 0, 0, 0, 0, 1, \
+    "guarded allocations: abort after a report (0 = continue: the access proceeds and the slot is retired)") \
   X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \
     "testing: after this many mmap calls, fail the next ones with ENOMEM (0 = off)") \
   X(FAIL_MMAP_COUNT, "HAKMEM_FAIL_MMAP_COUNT", INT, 0, 0, 0, 0, LLONG_MAX, \

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <linux/falloc.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/single_threaded.h>
@@ -199,6 +200,32 @@ int _hak_os_open_write(const char* path, int flags) {
 ssize_t _hak_os_read(int fd, void* buf, size_t n) {
   ssize_t r;
   while ((r = read(fd, buf, n)) < 0 && errno == EINTR) {
+  }
+  return r;
+}
+
+/* A fault that is not ours (the fault handlers of mesh.c, guard.c,
+ * unwind.c), passed on: to the handler installed before ours, else to the
+ * default action, restored, so that the faulting instruction faults again
+ * on return and the kernel applies it (an ignored SIGSEGV would fault for
+ * ever). */
+void _hak_signal_pass(const struct sigaction* old, int sig, void* si, void* uc) {
+  if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction != NULL) {
+    old->sa_sigaction(sig, si, uc);
+  } else if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+    old->sa_handler(sig);
+  } else {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+  }
+}
+
+/* n bytes at offset off (fewer at the file's end; -1: errno). */
+ssize_t _hak_os_pread(int fd, void* buf, size_t n, uint64_t off) {
+  ssize_t r;
+  while ((r = pread(fd, buf, n, (off_t)off)) < 0 && errno == EINTR) {
   }
   return r;
 }

@@ -247,39 +247,8 @@ static void sample_remove(sample_t* e) {
   }
 }
 
-/* ---------------------------------------------------------------- sampling intervals */
-/* ln(u) for u in (0, 1], without libm: u = m * 2^k with m in [1, 2), and
- * ln m = 2 atanh((m-1)/(m+1)), whose series converges fast (t <= 1/3: six
- * terms leave an error below 1e-7). */
-static double ln01(double u) {
-  uint64_t bits;
-  memcpy(&bits, &u, sizeof bits);
-  int k = (int)((bits >> 52) & 0x7FF) - 1023;
-  bits = (bits & ((1ull << 52) - 1)) | (1023ull << 52);
-  double m;
-  memcpy(&m, &bits, sizeof m);
-  double t = (m - 1) / (m + 1), t2 = t * t;
-  double s = t * (1 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 + t2 * (1.0 / 9 + t2 / 11)))));
-  return k * 0.69314718055994530942 + 2 * s;
-}
 
-/* Bytes to the next sample: exponential with mean HAKMEM_PROF_RATE, so that
- * each byte is sampled with the same chance whatever came before it (a
- * Poisson process),
- * and google-pprof's heap_v2 scaling, 1 / (1 - exp(-size / rate)), undoes it. */
-int64_t _hak_prof_draw(hak_heap_t* h) {
-  uint64_t x = h->sample.rng;
-  if (x == 0) x = ((uintptr_t)h ^ _hak_cookie_key ^ _hak_clock_ms() * 0x9E3779B97F4A7C15ull) | 1;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  h->sample.rng = x;
-  double u = (double)(((x * 0x2545F4914F6CDD1Dull) >> 11) + 1) * 0x1.0p-53;   /* (0, 1] */
-  double e = -ln01(u) * (double)hak_load_relaxed(&prof_rate);
-  return e < 1 ? 1 : e > 9e18 ? (int64_t)9e18 : (int64_t)e + 1;
-}
-
-bool _hak_prof_busy(void) { return prof_busy; }
+hak_warm bool _hak_prof_busy(void) { return prof_busy; }
 
 /* ---------------------------------------------------------------- recording */
 hak_bss_apart static char prof_prefix[4096];

@@ -200,6 +200,17 @@ static size_t aligned_class(size_t size, size_t align) {
   return HAK_NCLASSES;
 }
 
+/* The countdown ran out on a class allocation (sample.c): the block from
+ * what is due (a guarded block, guard.c; a heap-profile sample, prof.c), or
+ * NULL: allocated as usual. */
+hak_warm static void* sampled(hak_heap_t* h, size_t cls, size_t size, size_t align, uintptr_t site) {
+  unsigned due = _hak_sample_due(h, size);
+  void* p = NULL;
+  if ((due & HAK_SAMPLE_GUARD) && align <= 16) p = _hak_guard_alloc(size, site);
+  if (p == NULL && (due & HAK_SAMPLE_PROF)) p = _hak_prof_sample_class(cls, size, align <= 16, site);
+  return p;
+}
+
 hak_warm void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uintptr_t site) {
   if (hak_unlikely(h == &_hak_heap_empty)) {
     h = _hak_thread_init();
@@ -227,8 +238,7 @@ hak_warm void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uin
   void* p = NULL;
   /* the sampling point (sample.c), counted here for the mallocs the fast
    * path did not serve */
-  if (hak_unlikely((h->sample_left -= (int64_t)size) < 0) && _hak_sample_due(h))
-    p = _hak_prof_sample_class(cls, size, align <= 16, site);
+  if (hak_unlikely((h->sample_left -= (int64_t)size) < 0)) p = sampled(h, cls, size, align, site);
   if (p == NULL) p = heap_alloc_class(h, cls, size, align <= 16);
   hak_heap_leave(h);
   return p;
@@ -240,7 +250,7 @@ hak_warm void* _hak_malloc_generic(hak_heap_t* h, size_t size, size_t align, uin
 hak_warm void* _hak_malloc_due(size_t size, hak_heap_t* h, hak_heap_cls_t* e, uintptr_t site) {
   size_t cls = (size_t)(e - h->cls);
   hak_heap_enter(h);
-  void* p = _hak_sample_due(h) ? _hak_prof_sample_class(cls, size, true, site) : NULL;
+  void* p = sampled(h, cls, size, 16, site);
   if (p == NULL) p = heap_alloc_class(h, cls, size, true);
   hak_heap_leave(h);
   return p;

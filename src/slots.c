@@ -1,6 +1,6 @@
 /* Page slots for sampled blocks: a heap-profile sample of a class up to a
  * page (prof.c) gets a 4 KiB page of its own in a slot segment (kind
- * HAK_SEG_SLOTS, in the segment map like any other), so that its free is
+ * HAK_SEG_SAMPLED, in the segment map like any other), so that its free is
  * seen: the segment's window descriptors stay HAK_OWNER_UNUSED, which sends
  * every free there out of the fast path to _hak_slots_free.  A sample served
  * as a large block instead cost a mapping, its faults and its unmapping
@@ -64,7 +64,7 @@ hak_warm void* _hak_slots_alloc(size_t size) {
     free_idx = next != 0 ? next - 1 : 0;
   } else {
     if (fresh_seg == NULL || fresh_next == SLOTS_N) {
-      fresh_seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SLOTS, 0, 0);
+      fresh_seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SAMPLED, 0, 0);
       fresh_next = 0;
       if (fresh_seg == NULL) {
         hak_unlock(&slots_lock);

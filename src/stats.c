@@ -71,6 +71,13 @@ static void report_policies(hak_sbuf_t* sb) {
   size_t sl, sp, ss;
   _hak_slots_figures(&sl, &sp, &ss);
   if (ss != 0) _hak_sb_add(sb, "sampled: live_blocks=%zu pages=%zu segments=%zu\n", sl, sp, ss);
+  if (!HAK_SECURE && hak_opt(GUARD) != 0) {
+    uint64_t gn, ge;
+    size_t gl, gr;
+    _hak_guard_figures(&gn, &gl, &gr, &ge);
+    _hak_sb_add(sb, "guard: guarded=%llu live=%zu retired_slots=%zu errors=%llu\n", (unsigned long long)gn, gl, gr,
+                (unsigned long long)ge);
+  }
   if (_hak_scavenge_enabled())
     _hak_sb_add(sb, "scavenge: passes=%llu pages_given_back=%llu bytes_given_back=%llu readmitted_pages=%llu dropped_now=%zu\n",
            (unsigned long long)hak_load_relaxed(&_hak_stat_scav_passes),
@@ -268,6 +275,28 @@ static void figure_slab(hak_slab_t* s, void* arg) {
   f->small_active += ((size_t)npages << HAK_PAGE_SHIFT) - dropped * HAK_OS_PAGE;
 }
 
+/* The tiers' and policies' counters, for _hak_figures. */
+static void figure_counters(hak_figures_t* f) {
+  uint64_t u0, u1, u2;
+  size_t parked, psegs, pres;
+  _hak_bigcache_stats(&u0, &u1, &u2, &f->bigcache_resident, &f->bigcache_mapped);
+  _hak_release_stats(&u0, &u1, &u2, &parked, &f->batch_mapped);
+  _hak_pool_stats(&psegs, &f->pool_free_pages, &pres);
+  f->quarantine_mapped = _hak_secure_large_held();
+  f->segments = hak_load_relaxed(&_hak_seg_small);
+  f->cached_segments = hak_load_relaxed(&_hak_seg_cached);
+  f->large_nmalloc = hak_load_relaxed(&_hak_stat_large_allocs);
+  f->large_nfree = hak_load_relaxed(&_hak_stat_large_frees);
+  f->idle_slabs = hak_load_relaxed(&_hak_stat_idle_slabs);
+  f->park_slabs = hak_load_relaxed(&_hak_stat_park_slabs);
+  _hak_slots_figures(&f->sampled_live, &f->sampled_pages, &f->sampled_segments);
+  _hak_guard_figures(&f->guarded, &f->guard_live, &f->guard_retired, &f->guard_errors);
+  f->pool_surplus_pages = hak_load_relaxed(&_hak_stat_pool_surplus);
+  f->large_live = (size_t)(f->large_nmalloc - f->large_nfree);
+  f->large_allocated = (size_t)hak_load_relaxed(&_hak_stat_large_usable);
+  f->large_mapped = (size_t)hak_load_relaxed(&_hak_stat_large_bytes);
+}
+
 void _hak_figures(hak_figures_t* f) {
   memset(f, 0, sizeof *f);
   _hak_pool_foreach_slab(figure_slab, f);
@@ -282,23 +311,7 @@ void _hak_figures(hak_figures_t* f) {
     f->small_free_bytes += k->free_blocks * k->cls_size;
     slab_bytes += k->pages << HAK_PAGE_SHIFT;
   }
-  uint64_t u0, u1, u2;
-  size_t parked, psegs, pres;
-  _hak_bigcache_stats(&u0, &u1, &u2, &f->bigcache_resident, &f->bigcache_mapped);
-  _hak_release_stats(&u0, &u1, &u2, &parked, &f->batch_mapped);
-  _hak_pool_stats(&psegs, &f->pool_free_pages, &pres);
-  f->quarantine_mapped = _hak_secure_large_held();
-  f->segments = hak_load_relaxed(&_hak_seg_small);
-  f->cached_segments = hak_load_relaxed(&_hak_seg_cached);
-  f->large_nmalloc = hak_load_relaxed(&_hak_stat_large_allocs);
-  f->large_nfree = hak_load_relaxed(&_hak_stat_large_frees);
-  f->idle_slabs = hak_load_relaxed(&_hak_stat_idle_slabs);
-  f->park_slabs = hak_load_relaxed(&_hak_stat_park_slabs);
-  _hak_slots_figures(&f->sampled_live, &f->sampled_pages, &f->sampled_segments);
-  f->pool_surplus_pages = hak_load_relaxed(&_hak_stat_pool_surplus);
-  f->large_live = (size_t)(f->large_nmalloc - f->large_nfree);
-  f->large_allocated = (size_t)hak_load_relaxed(&_hak_stat_large_usable);
-  f->large_mapped = (size_t)hak_load_relaxed(&_hak_stat_large_bytes);
+  figure_counters(f);
   hak_os_stats(&f->os);
   f->mapped = f->os.mapped_bytes;
   f->peak_mapped = f->os.peak_mapped_bytes;

@@ -25,6 +25,7 @@
 #include "quarantine.c"
 #include "zeroblock.c"
 #include "slots.c"
+#include "guard.c"
 #include "site.c"
 #include "unwind.c"
 #include "prof.c"

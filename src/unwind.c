@@ -14,6 +14,8 @@
  * calls malloc on hakmem's behalf. */
 #include "internal.h"
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <ucontext.h>
@@ -74,14 +76,7 @@ static void unw_fault(int sig, siginfo_t* si, void* uc) {
     unw_jmp = NULL;
     siglongjmp(*j, 1);
   }
-  struct sigaction* old = &unw_old[sig == SIGBUS];
-  if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction != NULL) {
-    old->sa_sigaction(sig, si, uc);
-  } else if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
-    old->sa_handler(sig);
-  } else {
-    sigaction(sig, old, NULL);
-  }
+  _hak_signal_pass(&unw_old[sig == SIGBUS], sig, si, uc);
 }
 static void unw_guard_install(void) {
   struct sigaction sa;
@@ -325,4 +320,67 @@ hak_noinline int _hak_unwind(uintptr_t* pcs, int max, uintptr_t site) {
 void _hak_unwind_fork_child(void) {
   if (hak_load_relaxed(&unw_inside) != 0) unw_off = true;   /* (this thread was not in it: it forked) */
   stack_lo = stack_hi = 0;
+}
+
+/* ---------------------------------------------------------------- names */
+/* The function a return address lies in, for reports read by people
+ * (guard.c): its module's symbol table (.symtab: static functions too,
+ * where the file was not stripped), read with pread into stack buffers
+ * (no allocation: a report may be made in a signal handler), else the
+ * loader's dynamic symbols (dladdr1, whose symbol must also span the
+ * address: the nearest exported name before a static function is not its
+ * name).  True with the name, the offset in it and the module's path. */
+static bool symtab_lookup(const char* path, uintptr_t rel, char* name, size_t n, uintptr_t* off) {
+  int fd = _hak_os_open_read(path);
+  if (fd < 0) return false;
+  Elf64_Ehdr eh;
+  bool found = false;
+  if (_hak_os_pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_shentsize == sizeof(Elf64_Shdr)) {
+    for (unsigned s = 0; s < eh.e_shnum && !found; s++) {
+      Elf64_Shdr sh, str;
+      if (_hak_os_pread(fd, &sh, sizeof sh, eh.e_shoff + (uint64_t)s * sizeof sh) != (ssize_t)sizeof sh ||
+          sh.sh_type != SHT_SYMTAB || sh.sh_entsize != sizeof(Elf64_Sym) ||
+          _hak_os_pread(fd, &str, sizeof str, eh.e_shoff + (uint64_t)sh.sh_link * sizeof str) != (ssize_t)sizeof str)
+        continue;
+      Elf64_Sym syms[64], best = {0};
+      for (uint64_t at = 0; at < sh.sh_size; at += sizeof syms) {
+        ssize_t got = _hak_os_pread(fd, syms, sizeof syms, sh.sh_offset + at);
+        if (got <= 0) break;
+        for (size_t k = 0; k < (size_t)got / sizeof *syms; k++) {
+          const Elf64_Sym* y = &syms[k];
+          if (ELF64_ST_TYPE(y->st_info) == STT_FUNC && y->st_value <= rel && rel < y->st_value + y->st_size) best = *y;
+        }
+      }
+      if (best.st_name != 0 && _hak_os_pread(fd, name, n - 1, str.sh_offset + best.st_name) > 0) {
+        name[n - 1] = 0;
+        *off = rel - best.st_value;
+        found = true;
+      }
+    }
+  }
+  _hak_os_close(fd);
+  return found;
+}
+
+bool _hak_symbolize(uintptr_t pc, char* name, size_t n, uintptr_t* off, const char** file) {
+  Dl_info di;
+  const Elf64_Sym* sym = NULL;
+  *file = NULL;
+  if (n < 2 || !dladdr1((void*)pc, &di, (void**)&sym, RTLD_DL_SYMENT) || di.dli_fname == NULL) return false;
+  *file = di.dli_fname;
+  Elf64_Ehdr* eh = di.dli_fbase;   /* (the module's first page is mapped: its ELF header) */
+  uintptr_t rel = eh->e_type == ET_EXEC ? pc : pc - (uintptr_t)di.dli_fbase;
+  /* the main program's name may be relative to where it started */
+  const char* path = di.dli_fname[0] == '/' ? di.dli_fname : "/proc/self/exe";
+  if (symtab_lookup(path, rel, name, n, off)) return true;
+  if (di.dli_sname != NULL && sym != NULL && pc - (uintptr_t)di.dli_saddr < (sym->st_size ? sym->st_size : 1)) {
+    size_t k = strlen(di.dli_sname);
+    if (k >= n) k = n - 1;
+    memcpy(name, di.dli_sname, k);
+    name[k] = 0;
+    *off = pc - (uintptr_t)di.dli_saddr;
+    return true;
+  }
+  return false;
 }

@@ -16,7 +16,7 @@ expect() {  # expect STATUS WHAT
 has() { grep -q -- "$1" "$tmp/out" || fail "$2: output lacks '$1': $(cat "$tmp/out")"; }
 
 run "$h" --help; expect 0 "--help"
-for w in --stats --secure libhakmem-secure.so --profile= --lib= --version HAKMEM_PROFILE HAKMEM_STATS docs/TUNING.md; do
+for w in --stats --secure libhakmem-secure.so --profile= --lib= --guard --version HAKMEM_PROFILE HAKMEM_STATS HAKMEM_GUARD docs/TUNING.md; do
   has "$w" "--help"
 done
 run "$h" --version; expect 0 "--version"
@@ -31,6 +31,11 @@ has "^LD_PRELOAD=$lib\$" "--profile=lean"
 run "$h" --profile speed --stats -- env; expect 0 "--profile speed --stats"
 has "^HAKMEM_PROFILE=speed\$" "--profile speed"
 has "^HAKMEM_STATS=1\$" "--stats"
+run "$h" --guard env; expect 0 "--guard"
+has "^HAKMEM_GUARD=1000\$" "--guard"
+run "$h" --guard=7 env; expect 0 "--guard=7"
+has "^HAKMEM_GUARD=7\$" "--guard=7"
+run "$h" --guard=x env; expect 2 "--guard=x"
 # prepended to an existing LD_PRELOAD (ld.so warns about the bogus entry)
 run env LD_PRELOAD=/nonexistent/other.so "$h" env; expect 0 "existing LD_PRELOAD"
 has "^LD_PRELOAD=$lib:/nonexistent/other.so\$" "existing LD_PRELOAD"
