@@ -8,7 +8,8 @@
 # HAKMEM_GUARD_ABORT=1 it aborts); a program's own SIGSEGV handler gets the
 # faults that are not the pool's; blocks used correctly, across threads and
 # a fork, get no report, and the pool never holds more than its 64 blocks;
-# release and debug builds (and that last case under ThreadSanitizer).
+# release and debug builds (and that last case under ThreadSanitizer); the
+# model and thread tests of the debug build with guarded blocks among theirs.
 set -euo pipefail
 . tests/cases/core_lib.sh
 need "$T/test-guard-release" "$T/test-guard-debug" "$T/test-guard-tsan" "$SO"
@@ -71,6 +72,14 @@ for prog in "$T/test-guard-release" "$T/test-guard-debug" "$T/test-guard-tsan"; 
   ((st == 0)) && ! grep -q 'guarded allocation' "$T/guard.err" && echo "ok   ${prog##*/}: ${out//$'\n'/ }" ||
     bad "clean (${prog##*/}): exit $st: $out $(cat "$T/guard.err")"
 done
+
+echo "== the allocator's own checks with guarded blocks among the others (debug build: its invariants asserted)"
+need "$T/test-model-debug" "$T/test-threads-debug"
+run "test-model, every allocation the pool holds guarded" env HAKMEM_GUARD=1 "$T/test-model-debug" 200000 >/dev/null
+run "test-model, one in 3 guarded, profiling on" env HAKMEM_GUARD=3 HAKMEM_PROF=1 HAKMEM_PROF_RATE=4K \
+  HAKMEM_PROF_PREFIX="$T/guard-prof" "$T/test-model-debug" 200000 >/dev/null
+rm -f "$T"/guard-prof.*
+run "test-threads stress, every allocation the pool holds guarded" env HAKMEM_GUARD=1 "$T/test-threads-debug" stress >/dev/null
 
 echo "== the statistics report's guard line"
 line=$(HAKMEM_GUARD=1 HAKMEM_STATS=1 LD_PRELOAD="$SO" /bin/ls / 2>&1 >/dev/null | grep '^guard:' || true)
