@@ -44,8 +44,8 @@ df_delayed_medium        | abort | DF \(size 20480\) in free\(\)$
 df_delayed_large         | abort | DF \(large block\) in free\(\)$
 df_interleaved           | abort | DF \(size 32\) in free\(\)$
 df_interleaved_medium    | abort | DF \((size 20480|its slab was given back)\) in free\(\)$
-df_thread                | abort | DF \(size 32\) in free\(\)$
-df_thread_medium         | abort | DF \(size 20480\) in free\(\)$
+df_thread                | abort | DF \((size 32|its slab was given back)\) in free\(\)$
+df_thread_medium         | abort | DF \((size 20480|its slab was given back)\) in free\(\)$
 df_after_reuse           | abort | DF \(size 32\) in free\(\)$
 free_stack               | abort | ^hakmem: free\(\): INV
 free_static              | abort | ^hakmem: free\(\): INV
