@@ -92,6 +92,7 @@ static void fork_parent(void) {
 }
 static void fork_child(void) {
   _hak_tls_forking = false;
+  _hak_os_fork_child_state();   /* (registered: this runs) */
   _hak_mesh_fork_child();   /* first: the child's own copy of meshed pages */
   _hak_prof_fork_child();
   _hak_slots_fork_child();

@@ -94,10 +94,11 @@ hak_inline unsigned hak_popcount64(uint64_t x) {
  * Registered late, ours may run before a program's own prepare handler, or
  * glibc may allocate inside fork: the forking thread may allocate while its
  * prepare handler holds every lock, and its locks are then no-ops. */
-extern _Atomic(int) _hak_fork_state;   /* 2: registered */
+extern _Atomic(int64_t) _hak_fork_state;   /* 2: registered */
 extern __thread bool _hak_tls_forking;
 void _hak_os_fork_ready(void);
 void _hak_os_fork_register(void);
+void _hak_os_fork_child_state(void);
 void _hak_os_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void), bool now);
 static inline void hak_fork_ready(void) {
   if (hak_unlikely(hak_load_relaxed(&_hak_fork_state) != 2)) _hak_os_fork_ready();

@@ -409,23 +409,45 @@ hak_api void hak_os_stats(hak_os_stats_t* out) {
  * its first remote free (remote.c).  While one thread registers, libc's
  * atfork lock keeps any fork out, and the others wait here holding no lock of
  * ours; the registering thread itself may allocate inside pthread_atfork. */
-_Atomic(int) _hak_fork_state;   /* 0: not registered, 1: being registered, 2: registered */
+_Atomic(int64_t) _hak_fork_state;   /* 0: not registered, 2: registered, pid * 4 + 1: being registered by process pid */
 __thread bool _hak_tls_forking;  /* this thread is inside fork, between prepare and parent/child */
 static __thread bool fork_registering;
 static void (*fork_fn[3])(void);
 static _Atomic(int) fork_fn_set;
 
+/* A fork may come between the compare-and-swap and pthread_atfork's own
+ * lock, or between its return and the store of 2: the child inherits a
+ * registration by a thread it does not have.  Registered already (the
+ * handlers ran: the child's sets 2, _hak_os_fork_child_state), or not: the
+ * child, finding the state set by another process (its pid is in it),
+ * registers itself.  (A child that spun here for ever was found under load:
+ * 2 forks in 60 runs of test-threads scavenge.) */
 static void fork_register(void) {
-  int expect = 0;
-  if (atomic_compare_exchange_strong(&_hak_fork_state, &expect, 1)) {
-    fork_registering = true;
-    pthread_atfork(fork_fn[0], fork_fn[1], fork_fn[2]);
-    fork_registering = false;
-    hak_store_release(&_hak_fork_state, 2);
-    return;
+  int64_t mine = (int64_t)getpid() * 4 + 1;
+  for (;;) {
+    int64_t expect = 0;
+    if (atomic_compare_exchange_strong(&_hak_fork_state, &expect, mine)) {
+      fork_registering = true;
+      pthread_atfork(fork_fn[0], fork_fn[1], fork_fn[2]);
+      fork_registering = false;
+      hak_store_release(&_hak_fork_state, 2);
+      return;
+    }
+    while ((expect = hak_load_acquire(&_hak_fork_state)) != 2) {
+      if (expect != 0 && expect != mine) {   /* set in the parent, before a fork */
+        atomic_compare_exchange_strong(&_hak_fork_state, &expect, 0);
+        break;
+      }
+      if (expect == 0) break;
+      sched_yield();
+    }
+    if (hak_load_acquire(&_hak_fork_state) == 2) return;
   }
-  while (hak_load_acquire(&_hak_fork_state) == 1) sched_yield();
 }
+
+/* The fork child's handler ran, so the handlers are registered (the state
+ * may have been inherited as another process's registration). */
+void _hak_os_fork_child_state(void) { hak_store_release(&_hak_fork_state, 2); }
 
 void _hak_os_fork_ready(void) {
   if (__libc_single_threaded || fork_registering || !hak_load_acquire(&fork_fn_set)) return;
