@@ -275,6 +275,25 @@ hak_warm void _hak_guard_free(hak_segment_t* seg, void* p, const char* op, uintp
 }
 
 /* ---------------------------------------------------------------- faults */
+/* The faulting access: a write (x86-64's page-fault error code, bit 1), and
+ * the instruction's address; elsewhere "an access", and the stack is kept
+ * whole. */
+static bool fault_is_write(const ucontext_t* uc) {
+#if defined(__x86_64__)
+  return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+  (void)uc;
+  return false;
+#endif
+}
+static uintptr_t fault_ip(const ucontext_t* uc) {
+#if defined(__x86_64__)
+  return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#else
+  (void)uc;
+  return 0;
+#endif
+}
 /* Retire slot i (the lock is not taken: a signal handler; the slot leaves
  * every list because its state says so, and guard_slot_take skips it). */
 static void guard_retire(hak_segment_t* seg, long i) {
@@ -290,7 +309,7 @@ static void guard_retire(hak_segment_t* seg, long i) {
 static bool guard_fault(hak_segment_t* seg, uintptr_t a, ucontext_t* uc) {
   size_t page = (a - (uintptr_t)seg - GUARD_FIRST) / HAK_OS_PAGE;
   long i = (long)(page / 2);
-  bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+  bool write = fault_is_write(uc);
   const gslot_t* hit = NULL;
   char what[200];
   hit = (page & 1) ? &guard_table(seg)[i] : NULL;
@@ -327,7 +346,7 @@ static bool guard_fault(hak_segment_t* seg, uintptr_t a, ucontext_t* uc) {
   }
   /* the access's stack: the walk goes through this handler and the signal
    * frame; it is kept from the faulting instruction on */
-  uintptr_t pcs[GUARD_WALK], rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  uintptr_t pcs[GUARD_WALK], rip = fault_ip(uc);
   int n = _hak_unwind(pcs, GUARD_WALK, 0);
   int from = 0;
   for (int k = 0; k < n; k++)
