@@ -278,12 +278,12 @@ hak_warm void _hak_guard_free(hak_segment_t* seg, void* p, const char* op, uintp
 /* The faulting access: a write (x86-64's page-fault error code, bit 1), and
  * the instruction's address; elsewhere "an access", and the stack is kept
  * whole. */
-static bool fault_is_write(const ucontext_t* uc) {
+static const char* fault_kind(const ucontext_t* uc) {
 #if defined(__x86_64__)
-  return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+  return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0 ? "write" : "read";
 #else
   (void)uc;
-  return false;
+  return "access";
 #endif
 }
 static uintptr_t fault_ip(const ucontext_t* uc) {
@@ -309,14 +309,14 @@ static void guard_retire(hak_segment_t* seg, long i) {
 static bool guard_fault(hak_segment_t* seg, uintptr_t a, ucontext_t* uc) {
   size_t page = (a - (uintptr_t)seg - GUARD_FIRST) / HAK_OS_PAGE;
   long i = (long)(page / 2);
-  bool write = fault_is_write(uc);
+  const char* kind = fault_kind(uc);
   const gslot_t* hit = NULL;
   char what[200];
   hit = (page & 1) ? &guard_table(seg)[i] : NULL;
   if (hit != NULL && __atomic_load_n(&hit->state, __ATOMIC_ACQUIRE) == SLOT_FREED) {   /* a freed block's page */
     long off = (long)(a - hit->block);
     _hak_snprintf(what, sizeof what, "use after free: a %s at %p, byte %ld of the freed %u-byte block %p",
-                  write ? "write" : "read", (void*)a, off, hit->size, (void*)hit->block);
+                  kind, (void*)a, off, hit->size, (void*)hit->block);
   } else {
     /* a gap page, or an unused slot's page: past the end of the nearest
      * block before it, or ahead of the nearest block after it */
@@ -337,11 +337,11 @@ static bool guard_fault(hak_segment_t* seg, uintptr_t a, ucontext_t* uc) {
     /* (byte `size` of a block is the first past its end: 1 byte past) */
     if (past <= ahead)
       _hak_snprintf(what, sizeof what, "heap buffer overflow: a %s at %p, byte %ld of the %s%u-byte block %p (%lu past its end)",
-                    write ? "write" : "read", (void*)a, (long)(a - hit->block), freed ? "freed " : "", hit->size,
+                    kind, (void*)a, (long)(a - hit->block), freed ? "freed " : "", hit->size,
                     (void*)hit->block, (unsigned long)past + 1);
     else
       _hak_snprintf(what, sizeof what, "heap buffer underflow: a %s at %p, byte %ld of the %s%u-byte block %p (%lu before its start)",
-                    write ? "write" : "read", (void*)a, -(long)ahead, freed ? "freed " : "", hit->size,
+                    kind, (void*)a, -(long)ahead, freed ? "freed " : "", hit->size,
                     (void*)hit->block, (unsigned long)ahead);
   }
   /* the access's stack: the walk goes through this handler and the signal
