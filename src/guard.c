@@ -280,10 +280,10 @@ hak_warm void _hak_guard_free(hak_segment_t* seg, void* p, const char* op, uintp
  * whole. */
 static const char* fault_kind(const ucontext_t* uc) {
 #if defined(__x86_64__)
-  return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0 ? "write" : "read";
+  return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0 ? "a write" : "a read";
 #else
   (void)uc;
-  return "access";
+  return "an access";
 #endif
 }
 static uintptr_t fault_ip(const ucontext_t* uc) {
@@ -315,7 +315,7 @@ static bool guard_fault(hak_segment_t* seg, uintptr_t a, ucontext_t* uc) {
   hit = (page & 1) ? &guard_table(seg)[i] : NULL;
   if (hit != NULL && __atomic_load_n(&hit->state, __ATOMIC_ACQUIRE) == SLOT_FREED) {   /* a freed block's page */
     long off = (long)(a - hit->block);
-    _hak_snprintf(what, sizeof what, "use after free: a %s at %p, byte %ld of the freed %u-byte block %p",
+    _hak_snprintf(what, sizeof what, "use after free: %s at %p, byte %ld of the freed %u-byte block %p",
                   kind, (void*)a, off, hit->size, (void*)hit->block);
   } else {
     /* a gap page, or an unused slot's page: past the end of the nearest
@@ -336,11 +336,11 @@ static bool guard_fault(hak_segment_t* seg, uintptr_t a, ucontext_t* uc) {
     bool freed = __atomic_load_n(&hit->state, __ATOMIC_ACQUIRE) == SLOT_FREED;
     /* (byte `size` of a block is the first past its end: 1 byte past) */
     if (past <= ahead)
-      _hak_snprintf(what, sizeof what, "heap buffer overflow: a %s at %p, byte %ld of the %s%u-byte block %p (%lu past its end)",
+      _hak_snprintf(what, sizeof what, "heap buffer overflow: %s at %p, byte %ld of the %s%u-byte block %p (%lu past its end)",
                     kind, (void*)a, (long)(a - hit->block), freed ? "freed " : "", hit->size,
                     (void*)hit->block, (unsigned long)past + 1);
     else
-      _hak_snprintf(what, sizeof what, "heap buffer underflow: a %s at %p, byte %ld of the %s%u-byte block %p (%lu before its start)",
+      _hak_snprintf(what, sizeof what, "heap buffer underflow: %s at %p, byte %ld of the %s%u-byte block %p (%lu before its start)",
                     kind, (void*)a, -(long)ahead, freed ? "freed " : "", hit->size,
                     (void*)hit->block, (unsigned long)ahead);
   }
