@@ -117,10 +117,9 @@ hak_inline void hak_sized_check(const void* p, size_t n, bool exact, const char*
     if (exact && r.seg->prof && r.seg->large.size <= HAK_MEDIUM_MAX) usable = r.seg->large.size;
   } else if (kind == HAK_SEG_SMALL && r.slab != NULL) {
     usable = r.slab->bsize - HAK_TRAILER;
-  } else if (kind == HAK_SEG_SAMPLED && (usable = _hak_slots_usable(r.seg, p)) != 0) {
-    /* a heap-profile sample in a page slot: a block of its class */
-  } else if (kind == HAK_SEG_GUARD && (usable = _hak_guard_usable(r.seg, p)) != 0) {
-    /* a guarded block: its request */
+  } else if ((kind == HAK_SEG_SAMPLED || kind == HAK_SEG_GUARD) && (usable = _hak_slot_usable(kind, r.seg, p)) != 0) {
+    /* a heap-profile sample in a page slot (a block of its class), a
+     * guarded block (its request) */
   } else {
     return;   /* free reports */
   }

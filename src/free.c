@@ -147,6 +147,12 @@ hak_warm void _hak_free_generic(void* p, const char* op) {
   }
 }
 /* ---------------------------------------------------------------- queries */
+/* A live block's usable size in a segment of page slots (kind: a heap-profile
+ * sample's, slots.c, or a guarded block's, guard.c); 0 when p is not one. */
+size_t _hak_slot_usable(uint32_t kind, hak_segment_t* seg, const void* p) {
+  return kind == HAK_SEG_SAMPLED ? _hak_slots_usable(seg, p) : _hak_guard_usable(seg, p);
+}
+
 size_t _hak_usable_size(const void* p, const char* op) {
   if (p == NULL) return 0;
   hak_ptr_t r;
@@ -165,7 +171,7 @@ size_t _hak_usable_size(const void* p, const char* op) {
     return hak_large_usable(r.seg);
   }
   if (kind == HAK_SEG_SAMPLED || kind == HAK_SEG_GUARD) {
-    size_t u = kind == HAK_SEG_SAMPLED ? _hak_slots_usable(r.seg, p) : _hak_guard_usable(r.seg, p);
+    size_t u = _hak_slot_usable(kind, r.seg, p);
     if (u == 0) _hak_invalid_pointer(op, p, "not a live block");
     return u;
   }
@@ -202,8 +208,7 @@ bool _hak_is_live_block(const void* p) {
     return _hak_huge_aligned_lookup(p, &hs);
   }
   if (kind == HAK_SEG_LARGE) return hak_large_live_at(r.seg, p);
-  if (kind == HAK_SEG_SAMPLED) return _hak_slots_usable(r.seg, p) != 0;
-  if (kind == HAK_SEG_GUARD) return _hak_guard_usable(r.seg, p) != 0;
+  if (kind == HAK_SEG_SAMPLED || kind == HAK_SEG_GUARD) return _hak_slot_usable(kind, r.seg, p) != 0;
   if (HAK_SECURE && kind == HAK_SEG_ZERO) return _hak_zero_state(r.seg, p) == 1;
   const hak_slab_t* s = r.slab;
   uintptr_t xo = r.xo;

@@ -38,7 +38,6 @@
 #define GUARD_FIRST ((size_t)128 << 10)   /* the first slot's gap page */
 #define GUARD_SLOTS 64
 #define GUARD_DEPTH 24                    /* frames kept per stack */
-#define GUARD_WALK  (GUARD_DEPTH + 16)
 #define GUARD_FILL  0xA7                  /* the slack's byte */
 #define GUARD_TABLE (((sizeof(hak_segment_t) + 63) & ~(size_t)63))
 
@@ -70,26 +69,12 @@ static __thread int32_t guard_tid __attribute__((tls_model("initial-exec")));   
 static int32_t guard_tid_get(void) { return guard_tid != 0 ? guard_tid : (guard_tid = _hak_os_gettid()); }
 
 static gslot_t* guard_table(hak_segment_t* seg) { return (gslot_t*)((uint8_t*)seg + GUARD_TABLE); }
-static uint8_t* guard_page(hak_segment_t* seg, size_t i) {
-  return (uint8_t*)seg + GUARD_FIRST + (2 * i + 1) * HAK_OS_PAGE;
-}
+static uint8_t* guard_page(hak_segment_t* seg, size_t i) { return hak_pslot_page(seg, GUARD_FIRST, i); }
 
 hak_warm bool _hak_guard_busy(void) { return guard_busy; }
 
-/* The stack from the call site on (site 0: the whole walk). */
-static uint32_t guard_stack(uintptr_t* out, uintptr_t site) {
-  uintptr_t pcs[GUARD_WALK];
-  int n = _hak_unwind(pcs, GUARD_WALK, site);
-  int from = 0;
-  for (int i = 0; site != 0 && i < n; i++)
-    if (pcs[i] == site) {
-      from = i;
-      break;
-    }
-  uint32_t k = 0;
-  for (int i = from; i < n && k < GUARD_DEPTH; i++) out[k++] = pcs[i];
-  return k;
-}
+/* The stack from the call site on (unwind.c). */
+static uint32_t guard_stack(uintptr_t* out, uintptr_t site) { return (uint32_t)_hak_unwind(out, GUARD_DEPTH, site); }
 
 /* ---------------------------------------------------------------- reports */
 static void guard_report_stack(const char* title, const uintptr_t* pcs, uint32_t n, int32_t tid, bool access) {
@@ -196,12 +181,7 @@ hak_warm void* _hak_guard_alloc(size_t size, uintptr_t site) {
 
 /* The slot whose block page holds p, or -1 (a gap page, the header, past
  * the slots). */
-static long guard_slot(hak_segment_t* seg, const void* p) {
-  size_t off = (size_t)((const uint8_t*)p - (const uint8_t*)seg);
-  if (off < GUARD_FIRST || off >= GUARD_FIRST + GUARD_SLOTS * 2 * HAK_OS_PAGE) return -1;
-  size_t page = (off - GUARD_FIRST) / HAK_OS_PAGE;
-  return (page & 1) ? (long)(page / 2) : -1;
-}
+static long guard_slot(hak_segment_t* seg, const void* p) { return hak_pslot_of(seg, GUARD_FIRST, GUARD_SLOTS, p); }
 
 /* A live guarded block's request (its usable size); 0 when p is not one. */
 size_t _hak_guard_usable(hak_segment_t* seg, const void* p) {
@@ -345,17 +325,11 @@ static bool guard_fault(hak_segment_t* seg, uintptr_t a, ucontext_t* uc) {
                     (void*)hit->block, (unsigned long)ahead);
   }
   /* the access's stack: the walk goes through this handler and the signal
-   * frame; it is kept from the faulting instruction on */
-  uintptr_t pcs[GUARD_WALK], rip = fault_ip(uc);
-  int n = _hak_unwind(pcs, GUARD_WALK, 0);
-  int from = 0;
-  for (int k = 0; k < n; k++)
-    if (pcs[k] == rip || pcs[k] == rip + 1) {
-      from = k;
-      break;
-    }
-  uint32_t m = (uint32_t)(n - from) < GUARD_DEPTH ? (uint32_t)(n - from) : GUARD_DEPTH;
-  guard_report(what, hit, pcs + from, m, true);
+   * frame (whose frame's address is the faulting instruction's, exactly:
+   * libgcc's and libunwind's walks say so); it is kept from there on */
+  uintptr_t pcs[GUARD_DEPTH];
+  uint32_t m = (uint32_t)_hak_unwind(pcs, GUARD_DEPTH, fault_ip(uc));
+  guard_report(what, hit, pcs, m, true);
   /* continue: the page becomes accessible and the slots it borders are
    * never used again */
   guard_retire(seg, (long)(hit - guard_table(seg)));

@@ -652,6 +652,18 @@ hak_inline uint8_t* hak_large_block(const hak_segment_t* seg) { return (uint8_t*
 hak_inline bool hak_large_live_at(const hak_segment_t* seg, const void* p) {
   return (const uint8_t*)p == hak_large_block(seg) && __atomic_load_n(&seg->used_pages, __ATOMIC_RELAXED) == 1;
 }
+/* Segments of page slots (slots.c, guard.c): from offset `first`, n pairs
+ * of a gap page and a block page.  Slot i's block page, and the slot whose
+ * block page holds p (-1: the header, a gap page, past the slots). */
+hak_inline uint8_t* hak_pslot_page(const hak_segment_t* seg, size_t first, size_t i) {
+  return (uint8_t*)seg + first + (2 * i + 1) * HAK_OS_PAGE;
+}
+hak_inline long hak_pslot_of(const hak_segment_t* seg, size_t first, size_t n, const void* p) {
+  size_t off = (size_t)((const uint8_t*)p - (const uint8_t*)seg);
+  if (off < first || off >= first + n * 2 * HAK_OS_PAGE) return -1;
+  size_t page = (off - first) / HAK_OS_PAGE;
+  return (page & 1) ? (long)(page / 2) : -1;
+}
 /* The start of the block of slab s that p lies in (by the slab's
  * reciprocal: no division), or NULL past the slab's last block. */
 hak_inline uint8_t* hak_slab_block_at(const hak_slab_t* s, const void* p) {
@@ -815,6 +827,7 @@ void  _hak_free_generic(void* p, const char* op);
 void  _hak_free_to_full(hak_heap_t* h, hak_slab_t* s, void* p, const char* op);
 void  _hak_free_remote(hak_slab_t* s, void* p, const char* op);
 size_t _hak_usable_size(const void* p, const char* op);
+size_t _hak_slot_usable(uint32_t kind, hak_segment_t* seg, const void* p);   /* kinds HAK_SEG_SAMPLED, HAK_SEG_GUARD */
 bool  _hak_is_live_block(const void* p);
 
 /* slab.c, for compaction (mesh.c): the owner's list moves */
@@ -940,7 +953,8 @@ void  _hak_prof_set_rate(size_t bytes);
 /* unwind.c: the stack of an allocation made at `site` (return addresses,
  * innermost first; prof.c keeps them from the site on) */
 void  _hak_unwind_init(void);
-int   _hak_unwind(uintptr_t* pcs, int max, uintptr_t site);
+#define HAK_UNWIND_MAX 64   /* frames _hak_unwind keeps at most */
+int   _hak_unwind(uintptr_t* out, int depth, uintptr_t from);
 bool  _hak_symbolize(uintptr_t pc, char* name, size_t n, uintptr_t* off, const char** file);
 const char* _hak_unwind_method(void);
 void  _hak_unwind_fork_child(void);

@@ -285,7 +285,7 @@ hak_warm static void* block_ready(hak_segment_t* seg, size_t size, bool zero, co
   seg->site.entry = st->sidx;
   if (st->sidx != HAK_SITE_NONE) _hak_site_after_alloc(st->sidx, seg, size, st->t0, resident_before);
   seg->prof = 0;
-  if (!seg->large.huge_aligned) _hak_sample_large(seg, p, size, site);   /* its bytes count to the sampling point */
+  _hak_sample_large(seg, p, size, site);   /* its bytes count to the sampling point (a huge-aligned block never comes here) */
   return p;
 }
 

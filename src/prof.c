@@ -27,8 +27,7 @@ static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
  * libunwind or dlopen make are served, but not sampled */
 static __thread bool prof_busy __attribute__((tls_model("initial-exec")));
 
-#define PROF_DEPTH 64        /* frames kept per stack */
-#define PROF_WALK  (PROF_DEPTH + 16)   /* frames walked: the allocator's own are cut */
+#define PROF_DEPTH HAK_UNWIND_MAX   /* frames kept per stack (unwind.c walks 16 more: the allocator's own are cut) */
 
 /* ---------------------------------------------------------------- memory */
 /* A bump arena of os.c mappings for stack buckets (never freed: one per
@@ -267,22 +266,14 @@ static void prof_unlock(void) {
   }
 }
 
-/* The sample's stack, from the allocation's call site on: the frames above
- * it are the allocator's own (the site is the return address the public
- * entry point saw; a walk that does not meet it is kept whole).  The
+/* A sample and its stack, from the allocation's call site on (the site is
+ * the return address the public entry point saw; _hak_unwind).  The
  * callers walk it themselves, so that the walk steps through as few of the
  * allocator's frames as it can (each costs libgcc's unwinder about 1,700
  * instructions). */
-static void record(void* p, size_t size, uintptr_t site, uintptr_t* pcs, int n) {
-  int from = 0;
-  for (int i = 0; i < n; i++)
-    if (pcs[i] == site) {
-      from = i;
-      break;
-    }
-  uint32_t depth = (uint32_t)(n - from) < PROF_DEPTH ? (uint32_t)(n - from) : PROF_DEPTH;
+static void record(void* p, size_t size, const uintptr_t* pcs, int n) {
   hak_lock(&prof_lock);
-  bucket_t* b = bucket_get(pcs + from, depth, size);
+  bucket_t* b = bucket_get(pcs, (uint32_t)n, size);
   if (b != NULL && sample_put((uintptr_t)p, size, b)) {
     b->live_n++;
     b->live_b += (int64_t)size;
@@ -312,8 +303,8 @@ static void record(void* p, size_t size, uintptr_t site, uintptr_t* pcs, int n) 
 void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t site) {
   uint32_t bsize = _hak_class_size[cls];
   prof_busy = true;
-  uintptr_t pcs[PROF_WALK];
-  int n = _hak_unwind(pcs, PROF_WALK, site);
+  uintptr_t pcs[PROF_DEPTH];
+  int n = _hak_unwind(pcs, PROF_DEPTH, site);
   void* p;
   if (!HAK_SECURE && bsize <= HAK_OS_PAGE) {
     p = _hak_slots_alloc(bsize);
@@ -321,7 +312,7 @@ void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t 
     p = _hak_large_alloc(bsize, any_class ? 16 : (size_t)(bsize & -bsize), false, site);
     if (p != NULL) hak_segment_of(p)->prof = 1;
   }
-  if (p != NULL) record(p, size, site, pcs, n);
+  if (p != NULL) record(p, size, pcs, n);
   prof_busy = false;
   return p;
 }
@@ -330,9 +321,9 @@ void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t 
 void _hak_prof_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site) {
   prof_busy = true;
   seg->prof = 1;
-  uintptr_t pcs[PROF_WALK];
-  int n = _hak_unwind(pcs, PROF_WALK, site);
-  record(p, size, site, pcs, n);
+  uintptr_t pcs[PROF_DEPTH];
+  int n = _hak_unwind(pcs, PROF_DEPTH, site);
+  record(p, size, pcs, n);
   prof_busy = false;
 }
 

@@ -20,33 +20,24 @@
 #define SLOTS_N     ((HAK_SEG_SIZE - SLOTS_FIRST) / (2 * HAK_OS_PAGE))
 #define SLOTS_TABLE (((sizeof(hak_segment_t) + 63) & ~(size_t)63))   /* offset of the slot table */
 
-typedef struct {
-  uint32_t size;      /* the block's usable size; 0: free */
-  uint32_t next;      /* free list: the next free slot + 1 (0: none) */
-} slot_t;
-_Static_assert(SLOTS_TABLE + SLOTS_N * sizeof(slot_t) <= SLOTS_FIRST, "the slot table fits the header");
+/* the slot table: each slot's block's usable size (0: free) */
+_Static_assert(SLOTS_TABLE + SLOTS_N * sizeof(uint32_t) <= SLOTS_FIRST, "the slot table fits the header");
 
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
-/* The free slots of every segment, one list: a slot is named by its
- * segment and index (the list links them by segment pointer + index). */
-static hak_segment_t* free_seg;   /* the free list's head */
-static uint32_t free_idx;
+/* The free slots of every segment, one list through their pages (free: no
+ * block there): each holds the next one's page. */
+static uint8_t* free_head;
 static hak_segment_t* fresh_seg;  /* the segment whose never-used slots come next */
 static uint32_t fresh_next;
 static _Atomic(size_t) slots_live, slots_resident, slots_segments;
 
-static slot_t* slot_table(hak_segment_t* seg) { return (slot_t*)((uint8_t*)seg + SLOTS_TABLE); }
-static uint8_t* slot_block(hak_segment_t* seg, size_t i) {
-  return (uint8_t*)seg + SLOTS_FIRST + i * 2 * HAK_OS_PAGE + HAK_OS_PAGE;
-}
+static uint32_t* slot_size(hak_segment_t* seg, size_t i) { return (uint32_t*)((uint8_t*)seg + SLOTS_TABLE) + i; }
 
-/* The free list links a slot to the next by (segment, index): the
- * segment's pointer is kept in the slot's page (free: no block there). */
-static void free_push(hak_segment_t* seg, uint32_t i) {
-  *(hak_segment_t**)slot_block(seg, i) = free_seg;
-  slot_table(seg)[i].next = free_seg != NULL ? free_idx + 1 : 0;
-  free_seg = seg;
-  free_idx = i;
+/* The slot p names: its index, or -1 when p is no block's start (a header,
+ * gap or block-interior address). */
+static long slot_index(hak_segment_t* seg, const void* p) {
+  long i = hak_pslot_of(seg, SLOTS_FIRST, SLOTS_N, p);
+  return i >= 0 && ((uintptr_t)p & (HAK_OS_PAGE - 1)) == 0 ? i : -1;
 }
 
 /* A page for a block of `size` bytes (at most a page): its start, page
@@ -54,14 +45,9 @@ static void free_push(hak_segment_t* seg, uint32_t i) {
 hak_warm void* _hak_slots_alloc(size_t size) {
   hak_assert(size > 0 && size <= HAK_OS_PAGE);
   hak_lock(&slots_lock);
-  hak_segment_t* seg;
-  uint32_t i;
-  if (free_seg != NULL) {
-    seg = free_seg;
-    i = free_idx;
-    uint32_t next = slot_table(seg)[i].next;
-    free_seg = next != 0 ? *(hak_segment_t**)slot_block(seg, i) : NULL;
-    free_idx = next != 0 ? next - 1 : 0;
+  uint8_t* page = free_head;
+  if (page != NULL) {
+    free_head = *(uint8_t**)page;
   } else {
     if (fresh_seg == NULL || fresh_next == SLOTS_N) {
       fresh_seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_SAMPLED, 0, 0);
@@ -72,30 +58,21 @@ hak_warm void* _hak_slots_alloc(size_t size) {
       }
       atomic_fetch_add_explicit(&slots_segments, 1, memory_order_relaxed);
     }
-    seg = fresh_seg;
-    i = fresh_next++;
+    page = hak_pslot_page(fresh_seg, SLOTS_FIRST, fresh_next++);
     atomic_fetch_add_explicit(&slots_resident, 1, memory_order_relaxed);
   }
-  __atomic_store_n(&slot_table(seg)[i].size, (uint32_t)size, __ATOMIC_RELAXED);
-  slot_table(seg)[i].next = 0;
+  hak_segment_t* seg = hak_segment_of(page);
+  __atomic_store_n(slot_size(seg, (size_t)slot_index(seg, page)), (uint32_t)size, __ATOMIC_RELAXED);
   hak_unlock(&slots_lock);
   atomic_fetch_add_explicit(&slots_live, 1, memory_order_relaxed);
-  return slot_block(seg, i);
-}
-
-/* The slot p names: its index, or -1 when p is no block's start (a header,
- * gap or block-interior address). */
-static long slot_index(hak_segment_t* seg, const void* p) {
-  size_t off = (size_t)((const uint8_t*)p - (const uint8_t*)seg);
-  if (off < SLOTS_FIRST + HAK_OS_PAGE || ((off - SLOTS_FIRST) & (2 * HAK_OS_PAGE - 1)) != HAK_OS_PAGE) return -1;
-  return (long)((off - SLOTS_FIRST) / (2 * HAK_OS_PAGE));
+  return page;
 }
 
 /* The usable size of the live block p in a slot segment; 0 when p is not
  * one (the caller reports). */
 size_t _hak_slots_usable(hak_segment_t* seg, const void* p) {
   long i = slot_index(seg, p);
-  return i < 0 ? 0 : __atomic_load_n(&slot_table(seg)[i].size, __ATOMIC_RELAXED);
+  return i < 0 ? 0 : __atomic_load_n(slot_size(seg, (size_t)i), __ATOMIC_RELAXED);
 }
 
 /* free() of an address in a slot segment: a live block's slot goes back
@@ -107,11 +84,12 @@ hak_warm void _hak_slots_free(hak_segment_t* seg, void* p, const char* op) {
     return;
   }
   hak_lock(&slots_lock);
-  uint32_t size = slot_table(seg)[i].size;
+  uint32_t size = *slot_size(seg, (size_t)i);
   if (size != 0) {
     _hak_prof_free(p);   /* (a leaf lock, and before the slot can be reused) */
-    __atomic_store_n(&slot_table(seg)[i].size, 0, __ATOMIC_RELAXED);
-    free_push(seg, (uint32_t)i);
+    __atomic_store_n(slot_size(seg, (size_t)i), 0, __ATOMIC_RELAXED);
+    *(uint8_t**)p = free_head;
+    free_head = p;
   }
   hak_unlock(&slots_lock);
   if (size == 0) {

@@ -307,7 +307,7 @@ static hak_noinline int fp_walk(uintptr_t* pcs, int max, uintptr_t site) {
 /* The return addresses of the stack, innermost first: with libunwind the
  * whole walk (its first frames are the allocator's own; prof.c cuts them at
  * the site), with frame pointers from the site on. */
-hak_noinline int _hak_unwind(uintptr_t* pcs, int max, uintptr_t site) {
+hak_inline int stack_walk(uintptr_t* pcs, int max, uintptr_t site) {
   if ((gcc_ok || unw_ok) && !unw_off) {
     atomic_fetch_add_explicit(&unw_inside, 1, memory_order_acquire);
     int n = gcc_ok ? gcc_walk(pcs, max) : unw_walk(pcs, max);
@@ -315,6 +315,26 @@ hak_noinline int _hak_unwind(uintptr_t* pcs, int max, uintptr_t site) {
     if (n > 0) return n;
   }
   return fp_walk(pcs, max, site);
+}
+
+/* The stack from the frame whose address is `from` on (the allocation's
+ * call site, or a faulting instruction; 0, or a walk that does not meet it:
+ * the whole walk), at most `depth` frames into out: how many.  The frames
+ * before it are the allocator's own (or a signal handler's).  One frame
+ * (the walk inlined): each frame the unwinder steps through costs libgcc's
+ * about 1,700 instructions. */
+hak_noinline int _hak_unwind(uintptr_t* out, int depth, uintptr_t from) {
+  uintptr_t pcs[HAK_UNWIND_MAX + 16];
+  int max = depth + 16 < (int)(sizeof pcs / sizeof *pcs) ? depth + 16 : (int)(sizeof pcs / sizeof *pcs);
+  int n = stack_walk(pcs, max, from), at = 0;
+  for (int i = 0; from != 0 && i < n; i++)
+    if (pcs[i] == from) {
+      at = i;
+      break;
+    }
+  int k = n - at < depth ? n - at : depth;
+  memcpy(out, pcs + at, (size_t)k * sizeof *out);
+  return k;
 }
 
 void _hak_unwind_fork_child(void) {

@@ -121,6 +121,14 @@ static inline bool ht_has_hakmem(void) { return true; }
 #define t_free_sized(p, n) hak_free_sized(p, n)
 #define t_ctl(...) hakmem_ctl(__VA_ARGS__)
 #endif
+/* A figure of a new hakmem_ctl snapshot (a write of "epoch" takes it), or
+ * (size_t)-1 when either call is refused. */
+static inline size_t ht_ctl_figure(const char* name) {
+  uint64_t epoch = 1;
+  size_t v = 0, vl = sizeof v;
+  if (t_ctl("epoch", NULL, NULL, &epoch, sizeof epoch) != 0) return (size_t)-1;
+  return t_ctl(name, &v, &vl, NULL, 0) == 0 ? v : (size_t)-1;
+}
 
 /* ---- checks ----------------------------------------------------------- */
 static long ht_checks __attribute__((unused)), ht_failures __attribute__((unused));

@@ -20,14 +20,6 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-static size_t figure(const char* name) {
-  size_t v = 0, n = sizeof v;
-  uint64_t e = 1;
-  hakmem_ctl("epoch", NULL, NULL, &e, sizeof e);
-  if (hakmem_ctl(name, &v, &n, NULL, 0) != 0) return (size_t)-1;
-  return v;
-}
-
 /* A guarded block of n bytes placed at its page's end (right) or start:
  * guarded blocks alternate, so one of two is. */
 static uint8_t* placed(size_t n, bool right) {
@@ -62,7 +54,7 @@ static void* free_evens(void* arg) {
 static int mode_clean(void) {
   printf("clean:\n");   /* (stdout's buffer, maybe a guarded block, made before the count) */
   fflush(stdout);
-  size_t live0 = figure("stats.guard.live");
+  size_t live0 = ht_ctl_figure("stats.guard.live");
   /* blocks of every size to a page, written whole, resized, freed */
   for (size_t n = 1; n <= 4096; n = n * 3 + 1) {
     uint8_t* p = t_malloc(n);
@@ -73,12 +65,12 @@ static int mode_clean(void) {
     CHECK(p != NULL && p[0] == 0x5A && p[n - 1] == 0x5A);
     t_free(p);
   }
-  size_t guarded = figure("stats.guard.guarded");
+  size_t guarded = ht_ctl_figure("stats.guard.guarded");
   CHECKF(guarded != (size_t)-1 && guarded > 0, "stats.guard.guarded %zu", guarded);
   /* more live than the pool holds: the rest are ordinary blocks */
   static void* v[200];
   for (int i = 0; i < 200; i++) v[i] = t_malloc(100);
-  size_t live = figure("stats.guard.live");
+  size_t live = ht_ctl_figure("stats.guard.live");
   CHECKF(live <= 64, "%zu guarded blocks live, the pool holds 64", live);
   /* half freed by another thread */
   pthread_t t;
@@ -88,15 +80,15 @@ static int mode_clean(void) {
   if (pid == 0) {   /* the child frees the rest and allocates guarded blocks of its own */
     for (int i = 1; i < 200; i += 2) t_free(v[i]);
     for (int i = 0; i < 100; i++) t_free(t_malloc(50));
-    _exit(ht_failures != 0 || figure("stats.guard.errors") != 0);
+    _exit(ht_failures != 0 || ht_ctl_figure("stats.guard.errors") != 0);
   }
   int st = 0;
   CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
   for (int i = 1; i < 200; i += 2) t_free(v[i]);
-  CHECKF(figure("stats.guard.errors") == 0, "%zu errors reported", figure("stats.guard.errors"));
-  CHECKF(figure("stats.guard.live") <= live0 + 2, "%zu guarded blocks live at the end, %zu at the start (what the thread and the fork left: 2 at most)",
-         figure("stats.guard.live"), live0);
-  printf("clean: %s (%zu guarded)\n", ht_failures ? "FAILED" : "ok", figure("stats.guard.guarded"));
+  CHECKF(ht_ctl_figure("stats.guard.errors") == 0, "%zu errors reported", ht_ctl_figure("stats.guard.errors"));
+  CHECKF(ht_ctl_figure("stats.guard.live") <= live0 + 2, "%zu guarded blocks live at the end, %zu at the start (what the thread and the fork left: 2 at most)",
+         ht_ctl_figure("stats.guard.live"), live0);
+  printf("clean: %s (%zu guarded)\n", ht_failures ? "FAILED" : "ok", ht_ctl_figure("stats.guard.guarded"));
   return ht_failures != 0;
 }
 

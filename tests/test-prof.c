@@ -129,10 +129,8 @@ static int mode_late(const char* during, const char* after) {
 /* Every allocation sampled (HAKMEM_PROF_RATE=1): the blocks of up to a page
  * live in page slots, counted by stats.sampled.*. */
 static size_t sampled(const char* what) {
-  size_t v = 0, n = sizeof v;
-  uint64_t e = 1;
-  CHECK(hakmem_ctl("epoch", NULL, NULL, &e, sizeof e) == 0);
-  CHECK(hakmem_ctl(what, &v, &n, NULL, 0) == 0);
+  size_t v = ht_ctl_figure(what);
+  CHECKF(v != (size_t)-1, "hakmem_ctl %s", what);
   return v;
 }
 static pthread_barrier_t slot_bar;

@@ -184,10 +184,8 @@ static void free_items(uint64_t* p, const char* where) {
 
 /* A figure of a new hakmem_ctl snapshot (a walk of every heap's slabs). */
 static size_t ctl_snapshot(const char* name) {
-  uint64_t epoch = 1;
-  size_t v = 0, vl = sizeof v;
-  t_ctl("epoch", NULL, NULL, &epoch, sizeof epoch);
-  if (t_ctl(name, &v, &vl, NULL, 0) != 0) fail("hakmem_ctl %s", name);
+  size_t v = ht_ctl_figure(name);
+  if (v == (size_t)-1) fail("hakmem_ctl %s", name);
   return v;
 }
 
