@@ -60,6 +60,7 @@ static uint32_t guard_fifo_head, guard_fifo_n;
 static uint32_t guard_next_right;                     /* placement: alternately at the page's end and start */
 static _Atomic(uint64_t) gst_guarded, gst_errors;
 static _Atomic(uint32_t) gst_live, gst_retired;
+static _Atomic(size_t) gst_bytes, gst_pages;
 static struct sigaction guard_old_segv;
 /* inside a guarded allocation or free (stacks are walked): its mallocs are
  * not guarded */
@@ -114,22 +115,37 @@ static hak_segment_t* guard_pool_make(void) {
   hak_segment_t* seg = _hak_segment_alloc(HAK_SEG_SIZE, 0, HAK_SEG_GUARD, 0, 0);
   if (seg == NULL) return NULL;
   if (!_hak_os_protect((uint8_t*)seg + GUARD_FIRST, HAK_SEG_SIZE - GUARD_FIRST, PROT_NONE)) return NULL;
-  /* the fault handler, when the first block is guarded: a handler the
-   * program installed before is called for every fault that is not ours */
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = guard_segv;
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGSEGV, &sa, &guard_old_segv);
   return seg;
+}
+
+/* HAKMEM_GUARD_PER_SEC: whether one more block may be guarded in this
+ * second (the lock held).  Each costs two mprotect calls and two stack
+ * walks (about 8 us; more where other threads' TLBs are flushed), so the
+ * bound keeps a program that allocates tens of millions of blocks a second
+ * at a cost below what can be measured, whatever N says. */
+static uint64_t guard_second, guard_second_n;
+static _Atomic(uint64_t) gst_capped;
+static bool guard_within_budget(void) {
+  long long cap = hak_opt(GUARD_PER_SEC);
+  if (cap == 0) return true;
+  uint64_t sec = _hak_clock_ms() / 1000;
+  if (sec != guard_second) guard_second = sec, guard_second_n = 0;
+  if (guard_second_n >= (uint64_t)cap) {
+    atomic_fetch_add_explicit(&gst_capped, 1, memory_order_relaxed);
+    return false;
+  }
+  guard_second_n++;
+  return true;
 }
 
 /* A slot for a new block (the lock held): never used first, else the
  * oldest freed (one retired since it was freed is dropped); GUARD_SLOTS
  * when the pool is full. */
 static uint32_t guard_slot_take(hak_segment_t* seg) {
-  if (guard_fresh < GUARD_SLOTS) return guard_fresh++;
+  if (guard_fresh < GUARD_SLOTS) {
+    hak_store_relaxed(&gst_pages, guard_fresh + 1);   /* (for the figures: pages touched stay resident) */
+    return guard_fresh++;
+  }
   while (guard_fifo_n != 0) {
     uint32_t i = guard_fifo[guard_fifo_head];
     guard_fifo_head = (guard_fifo_head + 1) % GUARD_SLOTS;
@@ -144,16 +160,21 @@ static uint32_t guard_slot_take(hak_segment_t* seg) {
 hak_warm void* _hak_guard_alloc(size_t size, uintptr_t site) {
   if (size == 0 || size > HAK_OS_PAGE || guard_busy) return NULL;
   guard_busy = true;
-  uintptr_t pcs[GUARD_DEPTH];
-  uint32_t n = guard_stack(pcs, site);
   hak_lock(&guard_lock);
-  hak_segment_t* seg = hak_load_relaxed(&guard_pool);
-  if (seg == NULL && (seg = guard_pool_make()) != NULL) hak_store_release(&guard_pool, seg);
-  uint32_t i = seg != NULL ? guard_slot_take(seg) : GUARD_SLOTS;
+  hak_segment_t* seg = NULL;
+  uint32_t i = GUARD_SLOTS;
+  if (guard_within_budget()) {
+    seg = hak_load_relaxed(&guard_pool);
+    if (seg == NULL && (seg = guard_pool_make()) != NULL) hak_store_release(&guard_pool, seg);
+    i = seg != NULL ? guard_slot_take(seg) : GUARD_SLOTS;
+  }
   bool right = (guard_next_right++ & 1) == 0;
   hak_unlock(&guard_lock);
   void* p = NULL;
   if (i < GUARD_SLOTS) {
+    _hak_unwind_load(site);   /* (the first stack: no lock held) */
+    uintptr_t pcs[GUARD_DEPTH];
+    uint32_t n = guard_stack(pcs, site);
     uint8_t* page = guard_page(seg, i);
     if (_hak_os_protect(page, HAK_OS_PAGE, PROT_READ | PROT_WRITE)) {
       memset(page, GUARD_FILL, HAK_OS_PAGE);
@@ -169,6 +190,7 @@ hak_warm void* _hak_guard_alloc(size_t size, uintptr_t site) {
       __atomic_store_n(&s->state, SLOT_LIVE, __ATOMIC_RELEASE);
       atomic_fetch_add_explicit(&gst_guarded, 1, memory_order_relaxed);
       atomic_fetch_add_explicit(&gst_live, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&gst_bytes, size, memory_order_relaxed);
     } else {
       hak_lock(&guard_lock);
       __atomic_store_n(&guard_table(seg)[i].state, SLOT_RETIRED, __ATOMIC_RELAXED);
@@ -249,6 +271,7 @@ hak_warm void _hak_guard_free(hak_segment_t* seg, void* p, const char* op, uintp
     guard_fifo[(guard_fifo_head + guard_fifo_n++) % GUARD_SLOTS] = (uint8_t)i;
     hak_unlock(&guard_lock);
     atomic_fetch_sub_explicit(&gst_live, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&gst_bytes, s->size, memory_order_relaxed);
   }
   /* (a retired slot's block: an error was reported on it; its free is let be) */
   guard_busy = was;
@@ -358,15 +381,41 @@ static void guard_segv(int sig, siginfo_t* si, void* uc) {
 }
 
 /* ---------------------------------------------------------------- the rest */
+/* At start-up, guarded allocations on: the fault handler now, not at the
+ * first guarded block (a program may have entered a sandbox by then that
+ * refuses sigaction).  A handler the program installed before is called
+ * for every fault that is not the pool's; one it installs later replaces
+ * this one. */
 hak_warm void _hak_guard_init(void) {
-  if (!HAK_SECURE && hak_opt(GUARD) != 0) _hak_unwind_init();   /* (stacks at every guarded allocation and free) */
+  if (HAK_SECURE || hak_opt(GUARD) == 0) return;
+  /* Under valgrind (its preload library in LD_PRELOAD): off.  memcheck
+   * makes a page unaddressable at mprotect(PROT_NONE) and does not give it
+   * back at PROT_READ|PROT_WRITE, so a reused slot would read as invalid;
+   * and it checks every block itself. */
+  const char* pre = getenv("LD_PRELOAD");
+  if (pre != NULL && strstr(pre, "vgpreload") != NULL) {
+    _hak_options[HAK_OPT_GUARD] = 0;
+    return;
+  }
+  _hak_unwind_prepare();   /* (stacks at every guarded allocation and free) */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = guard_segv;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &guard_old_segv);
 }
 
-void _hak_guard_figures(uint64_t* guarded, size_t* live, size_t* retired, uint64_t* errors) {
+void _hak_guard_figures(hak_pslot_figures_t* f, uint64_t* guarded, uint64_t* capped, size_t* retired, uint64_t* errors) {
   *guarded = hak_load_relaxed(&gst_guarded);
-  *live = hak_load_relaxed(&gst_live);
+  *capped = hak_load_relaxed(&gst_capped);
   *retired = hak_load_relaxed(&gst_retired);
   *errors = hak_load_relaxed(&gst_errors);
+  f->live = hak_load_relaxed(&gst_live);
+  f->bytes = hak_load_relaxed(&gst_bytes);
+  f->segments = hak_load_acquire(&guard_pool) != NULL;
+  f->pages = f->segments ? hak_load_relaxed(&gst_pages) : 0;
+  f->header = f->segments * GUARD_FIRST;
 }
 
 /* fork: the child's lock is new; its pool is the parent's copy. */

@@ -154,8 +154,8 @@ hak_warm __attribute__((constructor(101))) static void hak_constructor(void) {
   _hak_limit_init();
   _hak_stats_init();
   if (hak_heap_get() == &_hak_heap_empty) (void)_hak_thread_init();
-  _hak_prof_init();   /* HAKMEM_PROF: after the options (it may dlopen libunwind) */
-  _hak_guard_init();  /* HAKMEM_GUARD: the unwinder too */
+  _hak_prof_init();   /* HAKMEM_PROF: after the options (=on loads the unwinder now) */
+  _hak_guard_init();  /* HAKMEM_GUARD: its fault handler */
 }
 
 hak_warm __attribute__((destructor(101))) static void hak_destructor(void) {

@@ -917,7 +917,13 @@ void  _hak_prof_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t
 void* _hak_slots_alloc(size_t size);
 size_t _hak_slots_usable(hak_segment_t* seg, const void* p);
 void  _hak_slots_free(hak_segment_t* seg, void* p, const char* op);
-void  _hak_slots_figures(size_t* live, size_t* resident, size_t* segments);
+/* a page-slot pool's memory (slots.c, guard.c), for the figures */
+typedef struct {
+  size_t live, bytes;          /* live blocks, their usable bytes */
+  size_t pages;                /* block pages ever touched (resident: the live ones and the freed) */
+  size_t segments, header;     /* its segments, and the bytes of their headers */
+} hak_pslot_figures_t;
+void  _hak_slots_figures(hak_pslot_figures_t* f);
 void  _hak_slots_fork_prepare(void);
 void  _hak_slots_fork_parent(void);
 void  _hak_slots_fork_child(void);
@@ -927,7 +933,7 @@ size_t _hak_guard_usable(hak_segment_t* seg, const void* p);
 void  _hak_guard_free(hak_segment_t* seg, void* p, const char* op, uintptr_t site);
 bool  _hak_guard_busy(void);
 void  _hak_guard_init(void);
-void  _hak_guard_figures(uint64_t* guarded, size_t* live, size_t* retired, uint64_t* errors);
+void  _hak_guard_figures(hak_pslot_figures_t* f, uint64_t* guarded, uint64_t* capped, size_t* retired, uint64_t* errors);
 void  _hak_guard_fork_prepare(void);
 void  _hak_guard_fork_parent(void);
 void  _hak_guard_fork_child(void);
@@ -937,6 +943,7 @@ void  _hak_guard_fork_child(void);
 unsigned _hak_sample_due(hak_heap_t* h, size_t size);
 void  _hak_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site);
 void  _hak_sample_soon(void);
+void  _hak_sample_defer_guard(hak_heap_t* h);   /* a guard due on a block that cannot be one: to the next allocation */
 void  _hak_prof_free(void* p);
 void  _hak_prof_moved(void* p, void* q, size_t size);
 void  _hak_prof_init(void);
@@ -951,8 +958,11 @@ bool  _hak_prof_active(void);
 size_t _hak_prof_rate(void);
 void  _hak_prof_set_rate(size_t bytes);
 /* unwind.c: the stack of an allocation made at `site` (return addresses,
- * innermost first; prof.c keeps them from the site on) */
-void  _hak_unwind_init(void);
+ * innermost first; prof.c keeps them from the site on).  The unwinder is
+ * loaded at the first stack needed (_hak_unwind_load, with no lock of
+ * hakmem's held); until then a stack is its first frame. */
+void  _hak_unwind_prepare(void);
+void  _hak_unwind_load(uintptr_t site);
 #define HAK_UNWIND_MAX 64   /* frames _hak_unwind keeps at most */
 int   _hak_unwind(uintptr_t* out, int depth, uintptr_t from);
 bool  _hak_symbolize(uintptr_t pc, char* name, size_t n, uintptr_t* off, const char** file);
@@ -1144,9 +1154,9 @@ typedef struct {
   uint64_t large_nmalloc, large_nfree;
   uint64_t idle_slabs, pool_surplus_pages;   /* slabs taken from idle heaps (heap.c), free pages aged by count (pool.c) */
   uint64_t park_slabs;                       /* slabs sleeping threads gave (park.c) */
-  size_t sampled_live, sampled_pages, sampled_segments;   /* page slots of sampled blocks (slots.c) */
-  uint64_t guarded, guard_errors;            /* guarded allocations made, errors reported (guard.c) */
-  size_t guard_live, guard_retired;          /* ... live now, slots retired after an error */
+  hak_pslot_figures_t sampled, guard;       /* the page-slot pools: sampled blocks (slots.c), guarded (guard.c) */
+  uint64_t guarded, guard_capped, guard_errors;   /* guarded allocations made, left unguarded by HAKMEM_GUARD_PER_SEC, errors reported (guard.c) */
+  size_t guard_retired;                      /* slots retired after an error */
   size_t bigcache_resident, bigcache_mapped, batch_mapped, quarantine_mapped;
   hak_class_figures_t cls[HAK_NCLASSES];
   hak_os_stats_t os;

@@ -14,6 +14,7 @@ static const char* const strategy_names[] = {"none", "cache", "release", "decomm
 const char* _hak_profile_name(long long p) { return p >= 0 && p < 3 ? profile_names[p] : "?"; }
 const char* _hak_strategy_name(int s) { return s >= 0 && s < HAK_STRAT_COUNT ? strategy_names[s + 1] : "?"; }
 static const char* const unwind_names[] = {"auto", "libunwind", "fp", "libgcc"};
+static const char* const prof_names[] = {"off", "on", "sample"};
 
 /* kind token -> parser kind and word list */
 #define KIND_BOOL K_BOOL, NULL
@@ -26,6 +27,7 @@ static const char* const unwind_names[] = {"auto", "libunwind", "fp", "libgcc"};
 #define KIND_ENUM_THP K_ENUM, thp_names
 #define KIND_ENUM_STRATEGY K_ENUM, strategy_names
 #define KIND_ENUM_UNWIND K_ENUM, unwind_names
+#define KIND_ENUM_PROF K_ENUM, prof_names
 
 typedef struct {
   const char* name;

@@ -11,6 +11,7 @@ typedef enum { HAK_PROFILE_SPEED = 0, HAK_PROFILE_BALANCED = 1, HAK_PROFILE_LEAN
 typedef enum { HAK_INVALID_ABORT = 0, HAK_INVALID_WARN = 1, HAK_INVALID_IGNORE = 2 } hak_invalid_mode_t;
 typedef enum { HAK_DECOMMIT_OFF = 0, HAK_DECOMMIT_FREE = 1, HAK_DECOMMIT_DONTNEED = 2 } hak_decommit_t;
 typedef enum { HAK_THP_NEVER = 0, HAK_THP_AUTO = 1, HAK_THP_ALWAYS = 2 } hak_thp_t;
+typedef enum { HAK_PROF_OFF = 0, HAK_PROF_ON = 1, HAK_PROF_SAMPLE = 2 } hak_prof_mode_t;
 /* Call-site strategies for freed large blocks (site.c). */
 typedef enum {
   HAK_STRAT_CACHE = 0, HAK_STRAT_RELEASE = 1, HAK_STRAT_DECOMMIT = 2, HAK_STRAT_PREFAULT = 3, HAK_STRAT_POPULATE = 4,
@@ -87,9 +88,9 @@ typedef enum {
     "secure build: check freed blocks' fill with AVX2 where the CPU has it (0 = 16-byte vectors)") \
   X(SECURE_ARRAY_PAIRS, "HAKMEM_SECURE_ARRAY_PAIRS", BOOL, 1, 1, 1, 0, 1, \
     "secure build: new[] and delete[] must pair (0 = a block from new[] may be freed by delete or free, and delete[] frees any block)") \
-  X(PROF,         "HAKMEM_PROF",         BOOL, 0, 0, 0, 0, 1, \
-    "sampled heap profiling: call stacks of live and allocated bytes, written in gperftools' format (docs/PROFILING.md)") \
-  X(PROF_RATE,    "HAKMEM_PROF_RATE",    SIZE, 512 << 10, 512 << 10, 512 << 10, 1, (long long)1 << 40, \
+  X(PROF,         "HAKMEM_PROF",         ENUM_PROF, 0, 2, 0, 0, 2, \
+    "sampled heap profiling, in gperftools' format (docs/PROFILING.md): off | on (a profile and the leak report at exit) | sample (profiles only on request: the API, HAKMEM_PROF_SIGNAL)") \
+  X(PROF_RATE,    "HAKMEM_PROF_RATE",    SIZE, 2 << 20, 2 << 20, 2 << 20, 1, (long long)1 << 40, \
     "heap profiling: mean bytes allocated between two samples (intervals drawn at random)") \
   X(PROF_PREFIX,  "HAKMEM_PROF_PREFIX",  PATH, 0, 0, 0, 0, 1, \
     "heap profiling: profiles go to PREFIX.PID.N.heap, the leak report to PREFIX.PID.leaks.heap (default: hakmem)") \
@@ -99,8 +100,10 @@ typedef enum {
     "heap profiling: write a profile each time the sampled live bytes pass their peak by an eighth") \
   X(PROF_UNWIND,  "HAKMEM_PROF_UNWIND",  ENUM_UNWIND, 0, 0, 0, 0, 3, \
     "heap profiling: how stacks are walked: auto (libgcc's unwinder, else libunwind, else frame pointers) | libunwind | fp | libgcc") \
-  X(GUARD,        "HAKMEM_GUARD",        INT, 0, 0, 0, 0, LLONG_MAX, \
+  X(GUARD,        "HAKMEM_GUARD",        INT, 50000, 50000, 50000, 0, LLONG_MAX, \
     "guarded allocations: about one allocation in N of up to a page gets a page of its own between inaccessible pages; errors are reported with their stacks (1 = every allocation the pool holds; 0 = off; default build)") \
+  X(GUARD_PER_SEC, "HAKMEM_GUARD_PER_SEC", INT, 100, 100, 100, 0, 1000000, \
+    "guarded allocations: at most this many a second in the process, which bounds their cost (0 = no bound)") \
   X(GUARD_ABORT,  "HAKMEM_GUARD_ABORT",  BOOL, 0, 0, 0, 0, 1, \
     "guarded allocations: abort after a report (0 = continue: the access proceeds and the slot is retired)") \
   X(FAIL_MMAP_AFTER, "HAKMEM_FAIL_MMAP_AFTER", INT, 0, 0, 0, 0, LLONG_MAX, \

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 _Atomic(int) _hak_prof_on;
-static _Atomic(size_t) prof_rate = 512 << 10;
+static _Atomic(size_t) prof_rate = 2 << 20;
 static _Atomic(int) prof_started;     /* the tables, prefix and unwinder are set up */
 static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
 /* inside the profiler (unwinding, recording, writing): the mallocs that
@@ -255,6 +255,7 @@ static _Atomic(int) dump_pending;
 static _Atomic(uint64_t) prof_sampled;
 static int dump_locked(const char* path, bool leaks);
 static void dump_next_locked(void);
+static void prof_start(uintptr_t site);
 
 static void prof_unlock(void) {
   hak_unlock(&prof_lock);
@@ -303,6 +304,11 @@ static void record(void* p, size_t size, const uintptr_t* pcs, int n) {
 void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t site) {
   uint32_t bsize = _hak_class_size[cls];
   prof_busy = true;
+  prof_start(site);
+  if (hak_unlikely(!hak_load_acquire(&prof_started))) {   /* no memory for the tables */
+    prof_busy = false;
+    return NULL;
+  }
   uintptr_t pcs[PROF_DEPTH];
   int n = _hak_unwind(pcs, PROF_DEPTH, site);
   void* p;
@@ -320,6 +326,11 @@ void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t 
 /* A sampled large block (large.c, after it is made). */
 void _hak_prof_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site) {
   prof_busy = true;
+  prof_start(site);
+  if (hak_unlikely(!hak_load_acquire(&prof_started))) {
+    prof_busy = false;
+    return;
+  }
   seg->prof = 1;
   uintptr_t pcs[PROF_DEPTH];
   int n = _hak_unwind(pcs, PROF_DEPTH, site);
@@ -528,53 +539,83 @@ static void on_signal(int sig) {
 }
 
 /* ---------------------------------------------------------------- control */
-static void prof_start(void) {
+/* The profiles' names and the dump signal's handler, from the start when
+ * profiling is on (the signal must find its handler before the first
+ * sample: its default action ends the program), else when it is started
+ * at run time. */
+static _Atomic(int) prof_named;   /* the prefix is set, the signal handled */
+static void prof_name_setup(void) {
+  if (atomic_exchange(&prof_named, 1) != 0) return;
+  /* a relative prefix names the directory the program started in, not
+   * the one it is in when it exits */
+  const char* pre = _hak_option_text(HAK_OPT_PROF_PREFIX);
+  if (pre == NULL || *pre == 0) pre = "hakmem";
+  size_t n = 0;
+  if (pre[0] != '/' && getcwd(prof_prefix, sizeof prof_prefix - 2) != NULL) {
+    n = strlen(prof_prefix);
+    prof_prefix[n++] = '/';
+  }
+  size_t m = strlen(pre);
+  if (n + m >= sizeof prof_prefix) n = 0, m = m < sizeof prof_prefix - 1 ? m : sizeof prof_prefix - 1;
+  memcpy(prof_prefix + n, pre, m);
+  prof_prefix[n + m] = 0;
+  int sig = (int)hak_opt(PROF_SIGNAL);
+  if (sig > 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+  }
+}
+
+/* The tables and the unwinder, at the first sample (`site`: its call site)
+ * or when a profile is asked for (0).  Nothing is held while the unwinder
+ * loads: a thread inside dlopen holds the loader's lock and may be freeing
+ * a sample (prof_lock).  The caller is busy (prof_busy): the mallocs made
+ * meanwhile are not sampled. */
+static void prof_start(uintptr_t site) {
   if (hak_load_acquire(&prof_started)) return;
   /* the fork handlers now, whatever the threads: a child numbers its own
    * profiles from 0 (_hak_prof_fork_child), and the dump signal's handler
    * must never be the one that registers them (internal.h, hak_lock) */
   _hak_os_fork_register();
+  prof_name_setup();
+  _hak_unwind_prepare();
+  _hak_unwind_load(site);
   hak_lock(&prof_lock);
   if (!hak_load_relaxed(&prof_started)) {
-    prof_busy = true;
     if (bucket_hash == NULL) bucket_hash_grow();
-    /* a relative prefix names the directory the program started in, not
-     * the one it is in when it exits */
-    const char* pre = _hak_option_text(HAK_OPT_PROF_PREFIX);
-    if (pre == NULL || *pre == 0) pre = "hakmem";
-    size_t n = 0;
-    if (pre[0] != '/' && getcwd(prof_prefix, sizeof prof_prefix - 2) != NULL) {
-      n = strlen(prof_prefix);
-      prof_prefix[n++] = '/';
-    }
-    size_t m = strlen(pre);
-    if (n + m >= sizeof prof_prefix) n = 0, m = m < sizeof prof_prefix - 1 ? m : sizeof prof_prefix - 1;
-    memcpy(prof_prefix + n, pre, m);
-    prof_prefix[n + m] = 0;
-    _hak_unwind_init();   /* dlopen: its mallocs are served, not sampled (busy) */
-    int sig = (int)hak_opt(PROF_SIGNAL);
-    if (sig > 0) {
-      struct sigaction sa;
-      memset(&sa, 0, sizeof sa);
-      sa.sa_handler = on_signal;
-      sa.sa_flags = SA_RESTART;
-      sigemptyset(&sa.sa_mask);
-      sigaction(sig, &sa, NULL);
-    }
-    prof_busy = false;
     if (bucket_hash != NULL) hak_store_release(&prof_started, 1);
   }
   hak_unlock(&prof_lock);
 }
 
+/* HAKMEM_PROF=on: everything now (asked for: its stacks are whole from the
+ * first sample).  sample (the balanced default): the countdowns sample from
+ * the start, and the first sample sets the rest up (a program that
+ * allocates less than a sample's worth loads nothing). */
 hak_warm void _hak_prof_init(void) {
   hak_store_relaxed(&prof_rate, (size_t)hak_opt(PROF_RATE));
-  if (hak_opt(PROF)) _hak_prof_set_active(true);
+  long long mode = hak_opt(PROF);
+  if (mode == HAK_PROF_OFF) return;
+  prof_name_setup();
+  _hak_unwind_prepare();
+  if (mode == HAK_PROF_ON) {
+    _hak_prof_set_active(true);
+  } else {
+    hak_store_relaxed(&_hak_prof_on, 1);
+    _hak_sample_soon();
+  }
 }
 
 void _hak_prof_set_active(bool on) {
   if (on) {
-    prof_start();
+    bool was = prof_busy;
+    prof_busy = true;
+    prof_start(0);
+    prof_busy = was;
     if (!hak_load_acquire(&prof_started)) return;   /* no memory for the tables */
   }
   /* each heap's countdown runs on: a heap counting to its idle reload
@@ -588,12 +629,14 @@ size_t _hak_prof_rate(void) { return hak_load_relaxed(&prof_rate); }
 void _hak_prof_set_rate(size_t bytes) { hak_store_relaxed(&prof_rate, bytes ? bytes : 1); }
 
 int _hak_prof_dump(const char* path) {
+  bool was = prof_busy;
+  prof_busy = true;
+  if (hak_load_relaxed(&_hak_prof_on)) prof_start(0);   /* (sampling, no sample yet: an empty profile) */
   if (!hak_load_acquire(&prof_started)) {
+    prof_busy = was;
     errno = EINVAL;
     return -1;
   }
-  bool was = prof_busy;
-  prof_busy = true;
   hak_lock(&prof_lock);
   int r = 0;
   if (path != NULL) r = dump_locked(path, false);
@@ -608,7 +651,7 @@ hak_api int hakmem_prof_dump(const char* path) { return _hak_prof_dump(path); }
 /* At exit: the last profile and the leak report (the stacks whose sampled
  * blocks are still live). */
 hak_warm void _hak_prof_at_exit(void) {
-  if (!hak_load_acquire(&prof_started)) return;
+  if (!hak_load_acquire(&prof_started) || hak_opt(PROF) != HAK_PROF_ON) return;
   prof_busy = true;
   hak_lock(&prof_lock);
   dump_next_locked();

@@ -206,8 +206,12 @@ static size_t aligned_class(size_t size, size_t align) {
 hak_warm static void* sampled(hak_heap_t* h, size_t cls, size_t size, size_t align, uintptr_t site) {
   unsigned due = _hak_sample_due(h, size);
   void* p = NULL;
-  if ((due & HAK_SAMPLE_GUARD) && align <= 16) p = _hak_guard_alloc(size, site);
+  if (due & HAK_SAMPLE_GUARD) {
+    if (size != 0 && size <= HAK_OS_PAGE && align <= 16) p = _hak_guard_alloc(size, site);
+    else _hak_sample_defer_guard(h);
+  }
   if (p == NULL && (due & HAK_SAMPLE_PROF)) p = _hak_prof_sample_class(cls, size, align <= 16, site);
+  if (p != NULL) hak_counter_inc(&h->cls[cls].nmalloc);   /* (a malloc of the class, served elsewhere) */
   return p;
 }
 

@@ -21,6 +21,7 @@
 #define SAMPLE_IDLE ((int64_t)1 << 20)
 #define DRAWN_PROF  1u
 #define DRAWN_GUARD 2u
+#define DEFERRED    4u   /* the next run-out was forced (a deferred guard): not a size-biased one */
 
 /* ln(u) for u in (0, 1], without libm: u = m * 2^k with m in [1, 2), and
  * ln m = 2 atanh((m-1)/(m+1)), whose series converges fast (t <= 1/3: six
@@ -70,6 +71,7 @@ static double guard_mean(hak_heap_t* h, size_t size, long long n) {
 static unsigned sample_reload(hak_heap_t* h, size_t size) {
   int64_t elapsed = h->sample.reload - h->sample_left;   /* bytes since the last reload (> reload) */
   unsigned drawn = h->sample.drawn, due = 0;
+  if (drawn & DEFERRED) size = 0;   /* (no update of the mean's estimate) */
   bool prof = hak_load_relaxed(&_hak_prof_on) == 1;
   long long guard = HAK_SECURE ? 0 : hak_opt(GUARD);   /* (the secure build checks every block its own way) */
   if (drawn & DRAWN_PROF) due |= (h->sample.prof_left -= elapsed) < 0 ? DRAWN_PROF : 0;
@@ -100,8 +102,20 @@ void _hak_sample_soon(void) {
 
 /* The countdown ran out on a class allocation (alloc.h, refill.c), the heap
  * entered: what the caller does with it (HAK_SAMPLE_GUARD: guard.c serves
- * it; HAK_SAMPLE_PROF: prof.c does): a decision, not a call around the
+ * it, or _hak_sample_defer_guard passes it on; HAK_SAMPLE_PROF: prof.c does): a decision, not a call around the
  * sampling, so that a stack walk steps through one frame fewer. */
+/* A guarded block came due on an allocation that cannot be one (above a
+ * page, or aligned): the next allocation's run-out serves it, so that one
+ * allocation in N of any size is a guard's due, and each lands on a block
+ * that can be guarded (a byte countdown would otherwise give most of them
+ * to the big blocks, which hold most bytes). */
+hak_warm void _hak_sample_defer_guard(hak_heap_t* h) {
+  h->sample.guard_left = 0;
+  h->sample.drawn |= DEFERRED;
+  h->sample.reload += 0 - h->sample_left;   /* (the bytes counted so far stay counted) */
+  h->sample_left = 0;
+}
+
 hak_warm unsigned _hak_sample_due(hak_heap_t* h, size_t size) {
   unsigned due = sample_reload(h, size);
   if (_hak_prof_busy() || _hak_guard_busy()) return 0;
@@ -117,5 +131,7 @@ hak_warm void _hak_sample_large(hak_segment_t* seg, void* p, size_t size, uintpt
   hak_heap_t* h = hak_heap_get();
   if (h == &_hak_heap_empty || _hak_prof_busy()) return;
   if ((h->sample_left -= (int64_t)(size < INT64_MAX ? size : INT64_MAX)) >= 0) return;
-  if (sample_reload(h, size) & DRAWN_PROF) _hak_prof_sample_large(seg, p, size, site);
+  unsigned due = sample_reload(h, size);
+  if (due & DRAWN_PROF) _hak_prof_sample_large(seg, p, size, site);
+  if (due & DRAWN_GUARD) _hak_sample_defer_guard(h);
 }

@@ -29,7 +29,7 @@ static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t* free_head;
 static hak_segment_t* fresh_seg;  /* the segment whose never-used slots come next */
 static uint32_t fresh_next;
-static _Atomic(size_t) slots_live, slots_resident, slots_segments;
+static _Atomic(size_t) slots_live, slots_bytes, slots_resident, slots_segments;
 
 static uint32_t* slot_size(hak_segment_t* seg, size_t i) { return (uint32_t*)((uint8_t*)seg + SLOTS_TABLE) + i; }
 
@@ -65,6 +65,7 @@ hak_warm void* _hak_slots_alloc(size_t size) {
   __atomic_store_n(slot_size(seg, (size_t)slot_index(seg, page)), (uint32_t)size, __ATOMIC_RELAXED);
   hak_unlock(&slots_lock);
   atomic_fetch_add_explicit(&slots_live, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&slots_bytes, size, memory_order_relaxed);
   return page;
 }
 
@@ -97,13 +98,16 @@ hak_warm void _hak_slots_free(hak_segment_t* seg, void* p, const char* op) {
     return;
   }
   atomic_fetch_sub_explicit(&slots_live, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&slots_bytes, size, memory_order_relaxed);
 }
 
 /* Statistics: live blocks, pages ever used (resident), segments. */
-void _hak_slots_figures(size_t* live, size_t* resident, size_t* segments) {
-  *live = hak_load_relaxed(&slots_live);
-  *resident = hak_load_relaxed(&slots_resident);
-  *segments = hak_load_relaxed(&slots_segments);
+void _hak_slots_figures(hak_pslot_figures_t* f) {
+  f->live = hak_load_relaxed(&slots_live);
+  f->bytes = hak_load_relaxed(&slots_bytes);
+  f->pages = hak_load_relaxed(&slots_resident);
+  f->segments = hak_load_relaxed(&slots_segments);
+  f->header = f->segments * SLOTS_FIRST;
 }
 
 /* fork: taken before the profiler's lock (the order _hak_slots_free takes

@@ -68,15 +68,15 @@ static void report_large(hak_sbuf_t* sb) {
 }
 
 static void report_policies(hak_sbuf_t* sb) {
-  size_t sl, sp, ss;
-  _hak_slots_figures(&sl, &sp, &ss);
-  if (ss != 0) _hak_sb_add(sb, "sampled: live_blocks=%zu pages=%zu segments=%zu\n", sl, sp, ss);
+  hak_pslot_figures_t sf, gf;
+  _hak_slots_figures(&sf);
+  if (sf.segments != 0) _hak_sb_add(sb, "sampled: live_blocks=%zu bytes=%zu pages=%zu segments=%zu\n", sf.live, sf.bytes, sf.pages, sf.segments);
   if (!HAK_SECURE && hak_opt(GUARD) != 0) {
-    uint64_t gn, ge;
-    size_t gl, gr;
-    _hak_guard_figures(&gn, &gl, &gr, &ge);
-    _hak_sb_add(sb, "guard: guarded=%llu live=%zu retired_slots=%zu errors=%llu\n", (unsigned long long)gn, gl, gr,
-                (unsigned long long)ge);
+    uint64_t gn, gc, ge;
+    size_t gr;
+    _hak_guard_figures(&gf, &gn, &gc, &gr, &ge);
+    _hak_sb_add(sb, "guard: guarded=%llu capped=%llu live=%zu retired_slots=%zu errors=%llu\n", (unsigned long long)gn,
+                (unsigned long long)gc, gf.live, gr, (unsigned long long)ge);
   }
   if (_hak_scavenge_enabled())
     _hak_sb_add(sb, "scavenge: passes=%llu pages_given_back=%llu bytes_given_back=%llu readmitted_pages=%llu dropped_now=%zu\n",
@@ -289,8 +289,8 @@ static void figure_counters(hak_figures_t* f) {
   f->large_nfree = hak_load_relaxed(&_hak_stat_large_frees);
   f->idle_slabs = hak_load_relaxed(&_hak_stat_idle_slabs);
   f->park_slabs = hak_load_relaxed(&_hak_stat_park_slabs);
-  _hak_slots_figures(&f->sampled_live, &f->sampled_pages, &f->sampled_segments);
-  _hak_guard_figures(&f->guarded, &f->guard_live, &f->guard_retired, &f->guard_errors);
+  _hak_slots_figures(&f->sampled);
+  _hak_guard_figures(&f->guard, &f->guarded, &f->guard_capped, &f->guard_retired, &f->guard_errors);
   f->pool_surplus_pages = hak_load_relaxed(&_hak_stat_pool_surplus);
   f->large_live = (size_t)(f->large_nmalloc - f->large_nfree);
   f->large_allocated = (size_t)hak_load_relaxed(&_hak_stat_large_usable);
@@ -318,8 +318,15 @@ void _hak_figures(hak_figures_t* f) {
   f->rss = _hak_os_rss_bytes();
   f->peak_rss = _hak_os_peak_rss_bytes();
 
-  f->allocated = f->small_allocated + f->large_allocated;
-  f->active = f->small_active + f->large_allocated;   /* (a large block's usable size ends at a page) */
+  /* the page-slot pools' blocks: each takes a page; the rest of their
+   * segments is held (freed slots' pages, resident; untouched ones), but
+   * their headers */
+  size_t pslot_active = (f->sampled.live + f->guard.live) * HAK_OS_PAGE;
+  size_t pslot_held = (f->sampled.segments + f->guard.segments) * HAK_SEG_SIZE - f->sampled.header - f->guard.header;
+  pslot_held = pslot_held > pslot_active ? pslot_held - pslot_active : 0;
+  size_t pslot_freed = f->sampled.pages + f->guard.pages - f->sampled.live - f->guard.live;
+  f->allocated = f->small_allocated + f->large_allocated + f->sampled.bytes + f->guard.bytes;
+  f->active = f->small_active + f->large_allocated + pslot_active;   /* (a large block's usable size ends at a page) */
   /* held, not in use: free pages (the pool's, cached segments', those
    * scavenged out of slabs), freed large blocks kept (BigCache, release
    * batch, secure quarantine), and live large blocks' headroom */
@@ -327,8 +334,9 @@ void _hak_figures(hak_figures_t* f) {
   f->retained = (f->pool_free_pages << HAK_PAGE_SHIFT) +
                 f->cached_segments * ((size_t)HAK_SMALL_SLAB_PAGES << HAK_PAGE_SHIFT) +
                 (slab_bytes - f->small_active) + f->bigcache_mapped + f->batch_mapped + f->quarantine_mapped +
-                (f->large_mapped > large_used ? f->large_mapped - large_used : 0);
-  f->retained_resident = hak_load_relaxed(&_hak_retained_bytes) + f->bigcache_resident + f->quarantine_mapped;
+                (f->large_mapped > large_used ? f->large_mapped - large_used : 0) + pslot_held;
+  f->retained_resident = hak_load_relaxed(&_hak_retained_bytes) + f->bigcache_resident + f->quarantine_mapped +
+                         pslot_freed * HAK_OS_PAGE;
   /* The counters move while they are read (other threads): the figures
    * are kept in the order every moment has, mapped >= active + retained. */
   if (f->active > f->mapped) f->active = f->mapped;

@@ -3,9 +3,10 @@
  * functions reads the unwind tables: libgcc's unwinder (_Unwind_Backtrace,
  * what glibc's backtrace() uses; with glibc 2.35 and later it finds a
  * frame's tables by _dl_find_object, without a lock or a system call), or
- * libunwind, as gperftools does.  Either is loaded with dlopen when
- * profiling starts, so that hakmem has no dependency on it while profiling
- * is off (nor a link-time one at all).  libunwind masks all signals around
+ * libunwind, as gperftools does.  Either is loaded with dlopen when the
+ * process first needs a stack (its first sample or guarded allocation, or
+ * when profiling is asked for), so that a program that allocates little
+ * never loads it, and hakmem has no link-time dependency on it.  libunwind masks all signals around
  * each frame's table lookup (two system calls a frame) and brings liblzma
  * in: on espresso, 3 % of its time and 650 KiB against libgcc's
  * (docs/DESIGN.md).  Where neither loads (or HAKMEM_PROF_UNWIND=fp) a
@@ -18,6 +19,7 @@
 #include <link.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <ucontext.h>
 
 /* libunwind's local unwinding, by its exported x86-64 names: a context of
@@ -97,13 +99,12 @@ static bool gcc_init(void) {
   gcc_getip_p = (gcc_get_fn)dlsym(lib, "_Unwind_GetIP");
   gcc_getcfa_p = (gcc_get_fn)dlsym(lib, "_Unwind_GetCFA");
   gcc_ok = gcc_backtrace_p && gcc_getip_p && gcc_getcfa_p;
-  if (gcc_ok) unw_guard_install();
   return gcc_ok;
 }
 
-void _hak_unwind_init(void) {
+static void unwind_open(void) {
   long long how = hak_opt(PROF_UNWIND);   /* 0 auto, 1 libunwind, 2 fp, 3 libgcc */
-  if (unw_ok || gcc_ok || how == 2) return;
+  if (how == 2) return;
   if (how != 1) {
     if (gcc_init() || how == 3) {
       if (!gcc_ok) _hak_message("hakmem: HAKMEM_PROF_UNWIND=libgcc, but libgcc_s.so.1 does not load: stacks from frame pointers\n");
@@ -112,8 +113,7 @@ void _hak_unwind_init(void) {
   }
   void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL) {
-    if (hak_opt(PROF_UNWIND) == 1)
-      _hak_message("hakmem: HAKMEM_PROF_UNWIND=libunwind, but libunwind.so.8 does not load: stacks from frame pointers\n");
+    if (how == 1) _hak_message("hakmem: HAKMEM_PROF_UNWIND=libunwind, but libunwind.so.8 does not load: stacks from frame pointers\n");
     return;
   }
   /* Per-thread caches of unwind information: no lock of libunwind's is held
@@ -128,7 +128,49 @@ void _hak_unwind_init(void) {
   unw_step_p = (unw_step_fn)dlsym(lib, "_ULx86_64_step");
   unw_get_reg_p = (unw_get_reg_fn)dlsym(lib, "_ULx86_64_get_reg");
   unw_ok = unw_getcontext_p && unw_init_local_p && unw_step_p && unw_get_reg_p;
-  if (unw_ok) unw_guard_install();
+}
+
+/* ---------------------------------------------------------------- loading */
+/* 0: not loaded; 1: a thread is loading it; 2: loaded, or found missing
+ * (then frame pointers).  Until 2, a stack is its first frame alone. */
+static _Atomic(int) unw_state;
+static _Atomic(int) unw_prepared;
+/* The dynamic loader's mapping: an allocation called from there is made
+ * inside ld.so, with its lock held and perhaps an object half loaded (even
+ * libgcc_s, as a dependency of the library being opened), where a dlopen of
+ * ours must not run. */
+static uintptr_t ldso_lo, ldso_hi;
+
+/* At start-up, when sampling or guarded allocations are on (init.c), or
+ * when profiling is started at run time: the fault guard is installed now
+ * and not at the first stack, since a program may by then have entered a
+ * sandbox that refuses sigaction (OpenSSH's, seccomp); and the loader's
+ * extent, from its program headers (no lock, no allocation). */
+hak_warm void _hak_unwind_prepare(void) {
+  if (atomic_exchange(&unw_prepared, 1) != 0) return;
+  if (hak_opt(PROF_UNWIND) != 2) unw_guard_install();
+  uintptr_t base = (uintptr_t)getauxval(AT_BASE);
+  if (base == 0) return;   /* (linked statically: no loader) */
+  const Elf64_Ehdr* eh = (const Elf64_Ehdr*)base;
+  const Elf64_Phdr* ph = (const Elf64_Phdr*)(base + eh->e_phoff);
+  uintptr_t end = 0;
+  for (unsigned i = 0; i < eh->e_phnum; i++)
+    if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr + ph[i].p_memsz > end) end = ph[i].p_vaddr + ph[i].p_memsz;
+  ldso_lo = base;
+  ldso_hi = base + end;
+}
+
+/* Load the unwinder, once, for an allocation called from `site` (0: not
+ * from an allocation).  The caller holds no lock of hakmem's: dlopen waits
+ * for the loader's lock, and its holder may be allocating.  Called from
+ * inside ld.so, it waits for a later call; while another thread loads,
+ * stacks are their first frame. */
+hak_warm void _hak_unwind_load(uintptr_t site) {
+  if (hak_load_acquire(&unw_state) != 0 || (site >= ldso_lo && site < ldso_hi)) return;
+  int expect = 0;
+  if (!atomic_compare_exchange_strong(&unw_state, &expect, 1)) return;
+  unwind_open();
+  hak_store_release(&unw_state, 2);
 }
 
 const char* _hak_unwind_method(void) {
@@ -275,6 +317,7 @@ static hak_noinline int gcc_walk(uintptr_t* pcs, int max) {
  * memory.  For programs built with frame pointers; in others it gives the
  * site and whatever chain the registers happen to suggest. */
 #define FP_SCAN 16384   /* bytes above the walker's frame that the allocator's frames may take */
+__attribute__((no_sanitize_address))   /* (it reads the stack's words, redzones included) */
 static hak_noinline int fp_walk(uintptr_t* pcs, int max, uintptr_t site) {
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
   stack_bounds(sp);
@@ -324,6 +367,10 @@ hak_inline int stack_walk(uintptr_t* pcs, int max, uintptr_t site) {
  * (the walk inlined): each frame the unwinder steps through costs libgcc's
  * about 1,700 instructions. */
 hak_noinline int _hak_unwind(uintptr_t* out, int depth, uintptr_t from) {
+  if (hak_unlikely(hak_load_acquire(&unw_state) != 2)) {   /* not loaded yet: the first frame */
+    out[0] = from;
+    return from != 0 && depth > 0;
+  }
   uintptr_t pcs[HAK_UNWIND_MAX + 16];
   int max = depth + 16 < (int)(sizeof pcs / sizeof *pcs) ? depth + 16 : (int)(sizeof pcs / sizeof *pcs);
   int n = stack_walk(pcs, max, from), at = 0;

@@ -70,6 +70,27 @@ static void check_order(const char* when) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Whether heap profiling samples by default: HAKMEM_PROF unset and the
+ * balanced profile (HAKMEM_PROF=sample), not the secure build's. */
+static bool sampling_by_default(void) {
+  const char* p = getenv("HAKMEM_PROF");
+  const char* prof = getenv("HAKMEM_PROFILE");
+  if (p != NULL) return strcmp(p, "off") != 0 && strcmp(p, "0") != 0;
+  return prof == NULL || strcmp(prof, "balanced") == 0;
+}
+
+/* How many of the blocks below the sampling point may have served from
+ * elsewhere than their class: a sampled block (a page slot, or above a page
+ * a large block) or a guarded one.  About 10 samples, and at
+ * HAKMEM_GUARD=1000 about 4 guarded blocks of 48 B and 100 of 20000 B (the
+ * countdown is in bytes), are due in the 20 MB test_follow allocates; 0
+ * with both off. */
+static size_t pslot_slack(void) {
+  const char* g = getenv("HAKMEM_GUARD");
+  return sampling_by_default() || g == NULL || strcmp(g, "0") != 0 ? 200 : 0;
+}
+#define BETWEEN(v, lo, hi) ((v) >= (lo) && (v) <= (hi))
+
 static void test_names(void) {
   ht_begin("names, sizes and errors");
   const char* v = NULL;
@@ -82,18 +103,19 @@ static void test_names(void) {
   size_t x = 0;
   len = sizeof x;
   /* the profiler's and the limit's names */
-  bool on = true;
+  bool on = false, want_on = sampling_by_default();
   size_t blen = sizeof on;
-  CHECK(t_ctl("prof.active", &on, &blen, NULL, 0) == 0 && !on);   /* HAKMEM_PROF unset */
+  CHECKF(t_ctl("prof.active", &on, &blen, NULL, 0) == 0 && on == want_on, "prof.active %d, want %d", on, want_on);
   size_t rate = 0, rlen = sizeof rate, r2 = 1 << 20;
-  CHECK(t_ctl("prof.rate", &rate, &rlen, NULL, 0) == 0 && rate == 512 * 1024);
+  CHECK(t_ctl("prof.rate", &rate, &rlen, NULL, 0) == 0 && rate == 2 * 1024 * 1024);
   CHECK(t_ctl("prof.rate", NULL, NULL, &r2, sizeof r2) == 0 && fig("prof.rate") == (1u << 20));
   r2 = 0;
   CHECK(t_ctl("prof.rate", NULL, NULL, &r2, sizeof r2) == EINVAL);
   r2 = rate;
   CHECK(t_ctl("prof.rate", NULL, NULL, &r2, sizeof r2) == 0);
   const char* dump = "/nonexistent/x.heap";
-  CHECK(t_ctl("prof.dump", NULL, NULL, &dump, sizeof dump) == EINVAL);   /* never started */
+  /* never started: EINVAL; sampling (the balanced default): the file cannot be made */
+  CHECK(t_ctl("prof.dump", NULL, NULL, &dump, sizeof dump) == (want_on ? ENOENT : EINVAL));
   CHECK(t_ctl("prof.dump", &x, &len, NULL, 0) == EPERM);                 /* write-only */
   CHECK(t_ctl("limit.bytes", &x, &len, NULL, 0) == 0);
   CHECK(t_ctl("limit.bytes", NULL, NULL, &x, sizeof x) == EPERM);
@@ -179,6 +201,7 @@ static void test_follow(void) {
   refresh();
   size_t a0 = fig("stats.allocated"), l48 = cls_fig(c48, "live_blocks"), l20k = cls_fig(c20k, "live_blocks");
   size_t n48 = cls_fig(c48, "nmalloc"), large0 = fig("stats.large.live_blocks"), la0 = fig("stats.large.allocated");
+  size_t tol = pslot_slack();
   size_t want = 0, want_large = 0;
   for (size_t i = 0; i < NSMALL; i++) {
     sm[i] = t_malloc(i % 2 ? 48 : 1000);
@@ -200,15 +223,15 @@ static void test_follow(void) {
   size_t a1 = fig("stats.allocated");
   printf("  allocated %zu -> %zu (+%zu; usable sizes +%zu)\n", a0, a1, a1 - a0, want);
   CHECKF(a1 - a0 == want, "allocated grew by %zu, the blocks' usable sizes add up to %zu", a1 - a0, want);
-  CHECKF(cls_fig(c48, "live_blocks") == l48 + NSMALL / 2, "class %zu (48 B) live %zu -> %zu", c48, l48,
+  CHECKF(BETWEEN(cls_fig(c48, "live_blocks"), l48 + NSMALL / 2 - tol, l48 + NSMALL / 2), "class %zu (48 B) live %zu -> %zu", c48, l48,
          cls_fig(c48, "live_blocks"));
-  CHECKF(cls_fig(c48, "nmalloc") == n48 + NSMALL / 2, "class %zu nmalloc %zu -> %zu", c48, n48, cls_fig(c48, "nmalloc"));
-  CHECKF(cls_fig(c20k, "live_blocks") == l20k + NMED, "class %zu (20000 B) live %zu -> %zu", c20k, l20k,
+  CHECKF(BETWEEN(cls_fig(c48, "nmalloc"), n48 + NSMALL / 2 - tol, n48 + NSMALL / 2), "class %zu nmalloc %zu -> %zu", c48, n48, cls_fig(c48, "nmalloc"));
+  CHECKF(BETWEEN(cls_fig(c20k, "live_blocks"), l20k + NMED - tol, l20k + NMED), "class %zu (20000 B) live %zu -> %zu", c20k, l20k,
          cls_fig(c20k, "live_blocks"));
   CHECKF(cls_fig(c1000, "slabs") >= 1 && cls_fig(c1000, "pages") >= cls_fig(c1000, "slabs"), "class %zu: %zu slabs, %zu pages",
          c1000, cls_fig(c1000, "slabs"), cls_fig(c1000, "pages"));
-  CHECKF(fig("stats.large.live_blocks") == large0 + NLARGE, "large live %zu -> %zu", large0, fig("stats.large.live_blocks"));
-  CHECKF(fig("stats.large.allocated") == la0 + want_large, "large allocated %zu -> %zu, want +%zu", la0,
+  CHECKF(BETWEEN(fig("stats.large.live_blocks"), large0 + NLARGE, large0 + NLARGE + tol), "large live %zu -> %zu", large0, fig("stats.large.live_blocks"));
+  CHECKF(BETWEEN(fig("stats.large.allocated"), la0 + want_large, la0 + want_large + tol * 20480), "large allocated %zu -> %zu, want +%zu", la0,
          fig("stats.large.allocated"), want_large);
   CHECKF(fig("stats.large.mapped") >= fig("stats.large.allocated"), "large mapped %zu < allocated %zu",
          fig("stats.large.mapped"), fig("stats.large.allocated"));
@@ -218,14 +241,15 @@ static void test_follow(void) {
   /* (secure build: a block counts its request, which its class's size bounds) */
   CHECKF(secure_build() ? sum >= fig("stats.small.allocated") : sum == fig("stats.small.allocated"),
          "classes' live bytes %zu, stats.small.allocated %zu", sum, fig("stats.small.allocated"));
-  CHECKF(fig("stats.small.allocated") + fig("stats.large.allocated") == a1, "small + large != allocated");
+  CHECKF(fig("stats.small.allocated") + fig("stats.large.allocated") + fig("stats.sampled.bytes") + fig("stats.guard.bytes") == a1,
+         "small + large + sampled + guarded != allocated");
   check_order("allocated");
   /* a realloc that grows a large block in place counts its new size */
-  size_t u = t_malloc_usable_size(lg[0]);
+  size_t u = t_malloc_usable_size(lg[0]), la1 = fig("stats.large.allocated");
   lg[0] = t_realloc(lg[0], u + 300 * HT_KiB);
   REQUIRE(lg[0] != NULL);
   refresh();
-  CHECKF(fig("stats.large.allocated") == la0 + want_large - u + t_malloc_usable_size(lg[0]),
+  CHECKF(fig("stats.large.allocated") == la1 - u + t_malloc_usable_size(lg[0]),
          "after realloc to %zu: large allocated %zu", t_malloc_usable_size(lg[0]), fig("stats.large.allocated"));
   for (size_t i = 0; i < NSMALL; i++) t_free(sm[i]);
   for (size_t i = 0; i < NMED; i++) t_free(md[i]);

@@ -2,9 +2,14 @@
  * tests/cases/core_prof.sh reads with google-pprof.  Each mode holds memory
  * in functions with names of their own (noinline), so the profile can be
  * checked by name.
- *   split     three functions hold 60 %, 30 % and 10 % of the live bytes
- *             (mixed sizes, some large blocks, short-lived churn between)
+ *   split [MiB]  three functions hold 60 %, 30 % and 10 % of the live
+ *             bytes, 160 MiB or MiB in all (mixed sizes, some large blocks,
+ *             short-lived churn between)
  *   leaks     leaky() keeps its blocks, tidy() frees all of its own
+ *   lazy PATH the balanced default (HAKMEM_PROF unset): sampling is on; no
+ *             unwinder is loaded after 100 small blocks; after 64 MiB held
+ *             in lazy_keep() one is, and hakmem_prof_dump(PATH) writes them
+ *   signal-first  SIGUSR2 before any sample
  *   dump PATH hakmem_prof_dump(PATH), then a signal (HAKMEM_PROF_SIGNAL)
  *   peak      grows in steps (HAKMEM_PROF_PEAK=1)
  *   fork      the parent holds in parent_keep(), a child in child_keep()
@@ -51,8 +56,8 @@ __attribute__((noinline)) void alloc_sixty(size_t n) { hold(t_malloc(n), n); }
 __attribute__((noinline)) void alloc_thirty(size_t n) { hold(t_malloc(n), n); }
 __attribute__((noinline)) void alloc_ten(size_t n) { hold(t_malloc(n), n); }
 
-static int mode_split(void) {
-  size_t goal = (size_t)160 << 20, got[3] = {0, 0, 0};
+static int mode_split(size_t mib) {
+  size_t goal = mib << 20, got[3] = {0, 0, 0};
   while (got[0] + got[1] + got[2] < goal) {
     size_t n = some_size();
     /* deal each function its share of bytes, not of calls */
@@ -346,10 +351,37 @@ static int mode_fault(bool chain) {
   return *bad;
 }
 
+/* libgcc_s or libunwind in this process's mappings. */
+static bool unwinder_mapped(void) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  CHECK(f != NULL);
+  char line[512];
+  bool found = false;
+  while (f != NULL && fgets(line, sizeof line, f) != NULL)
+    if (strstr(line, "libgcc_s") != NULL || strstr(line, "libunwind") != NULL) found = true;
+  if (f != NULL) fclose(f);
+  return found;
+}
+
+__attribute__((noinline)) void lazy_keep(size_t n) { hold(t_malloc(n), n); }
+static int mode_lazy(const char* path) {
+  bool on = false;
+  size_t len = sizeof on;
+  CHECK(hakmem_ctl("prof.active", &on, &len, NULL, 0) == 0 && on);
+  for (int i = 0; i < 100; i++) t_free(t_malloc(100));
+  CHECK(!unwinder_mapped());
+  for (int i = 0; i < 1024; i++) lazy_keep(64 << 10);
+  CHECK(unwinder_mapped());
+  CHECK(hakmem_prof_dump(path) == 0);
+  return ht_failures != 0;
+}
+
 int main(int argc, char** argv) {
   const char* m = argc > 1 ? argv[1] : "";
-  if (!strcmp(m, "split")) return mode_split();
+  if (!strcmp(m, "split")) return mode_split(argc > 2 ? (size_t)atol(argv[2]) : 160);
   if (!strcmp(m, "leaks")) return mode_leaks();
+  if (!strcmp(m, "lazy") && argc > 2) return mode_lazy(argv[2]);
+  if (!strcmp(m, "signal-first")) return raise(SIGUSR2) != 0;   /* (HAKMEM_PROF_SIGNAL=12, before any sample) */
   if (!strcmp(m, "dump") && argc > 2) return mode_dump(argv[2]);
   if (!strcmp(m, "peak")) return mode_peak();
   if (!strcmp(m, "late") && argc > 3) return mode_late(argv[2], argv[3]);

@@ -5,12 +5,15 @@
 # with the hak_ names, through LD_PRELOAD, and in each profile.  Then malloc_info's
 # XML, parsed with python3: well formed, in glibc's shape, and its totals the
 # ctl figures of the same moment.  HAKMEM_BACKGROUND=0: the background thread
-# would move the figures between two readings.
+# would move the figures between two readings; sampling and guarded blocks off
+# but in one run (with HAKMEM_PROF=on, so that the unwinder is loaded at the
+# start: loaded at a first sample, its dlopen's blocks would count).
 set -euo pipefail
 . tests/cases/core_lib.sh
 need $T/test-ctl-release $T/test-ctl-debug $T/test-ctl-hak $T/test-ctl-glibc "$SO" build/libhakmem-secure.so
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export HAKMEM_BACKGROUND=0
+sampling_off
 
 run "test-ctl, standard names, build/libhakmem.a" $T/test-ctl-release api
 run "test-ctl, debug library" $T/test-ctl-debug api
@@ -19,6 +22,8 @@ run "test-ctl (glibc-linked) with LD_PRELOAD=$SO" env LD_PRELOAD="$SO" $T/test-c
 run "test-ctl (glibc-linked), the secure build: blocks at their requests, the quarantine's not live" env LD_PRELOAD=build/libhakmem-secure.so $T/test-ctl-glibc api --require-hakmem
 run "test-ctl, HAKMEM_PROFILE=speed" env HAKMEM_PROFILE=speed $T/test-ctl-release api
 run "test-ctl, HAKMEM_PROFILE=lean" env HAKMEM_PROFILE=lean $T/test-ctl-release api
+run "test-ctl, sampled and guarded blocks (HAKMEM_PROF=on, HAKMEM_GUARD=1000): in the figures" env HAKMEM_PROF=on HAKMEM_GUARD=1000 \
+  HAKMEM_PROF_PREFIX="$tmp/p" $T/test-ctl-release api
 run "test-ctl, the environment wins over mallopt" env HAKMEM_LEAN_TARGET_MB=7 HAKMEM_INVALID_FREE=warn $T/test-ctl-release api
 
 echo "== every name of src/ctl.c's table is in docs/TUNING.md"

@@ -13,6 +13,7 @@
 set -euo pipefail
 . tests/cases/core_lib.sh
 need "$T/test-guard-release" "$T/test-guard-debug" "$T/test-guard-tsan" "$SO"
+export HAKMEM_GUARD_PER_SEC=0   # (every allocation asked for, not a hundred a second)
 
 # mode -> the words the report's first line must contain (an ERE)
 declare -A want=(
@@ -83,7 +84,23 @@ run "test-threads stress, every allocation the pool holds guarded" env HAKMEM_GU
 
 echo "== the statistics report's guard line"
 line=$(HAKMEM_GUARD=1 HAKMEM_STATS=1 LD_PRELOAD="$SO" /bin/ls / 2>&1 >/dev/null | grep '^guard:' || true)
-[[ $line =~ ^guard:\ guarded=[1-9][0-9]*\ live=[0-9]+\ retired_slots=0\ errors=0$ ]] && echo "ok   $line" ||
+[[ $line =~ ^guard:\ guarded=[1-9][0-9]*\ capped=0\ live=[0-9]+\ retired_slots=0\ errors=0$ ]] && echo "ok   $line" ||
   bad "no guard line (or a wrong one) in the report: '$line'"
+echo "== the default (HAKMEM_GUARD=50000, at most 100 a second): some blocks guarded, the pool bounded"
+line=$(env -u HAKMEM_GUARD -u HAKMEM_GUARD_PER_SEC HAKMEM_STATS=1 "$T/test-model-release" 2000000 2>&1 >/dev/null | grep '^guard:' || true)
+[[ $line =~ ^guard:\ guarded=([0-9]+)\ capped=[0-9]+\ live=([0-9]+)\ retired_slots=0\ errors=0$ ]] &&
+  ((BASH_REMATCH[1] >= 1 && BASH_REMATCH[2] <= 64)) && echo "ok   $line" || bad "the default's guard line: '$line'"
+
+echo "== HAKMEM_GUARD_PER_SEC=20 bounds the guarded blocks a second"
+t0=$(date +%s%N)
+line=$(HAKMEM_GUARD=1 HAKMEM_GUARD_PER_SEC=20 HAKMEM_STATS=1 "$T/test-model-release" 1000000 2>&1 >/dev/null | grep '^guard:' || true)
+secs=$(( ($(date +%s%N) - t0) / 1000000000 + 1 ))
+if [[ $line =~ ^guard:\ guarded=([0-9]+)\ capped=([0-9]+) ]]; then
+  g=${BASH_REMATCH[1]} c=${BASH_REMATCH[2]}
+  ((g >= 1 && g <= 20 * (secs + 1) && c > 0)) && echo "ok   $g guarded, $c left unguarded, in about $secs s" ||
+    bad "HAKMEM_GUARD_PER_SEC=20: $g guarded, $c capped in about $secs s: '$line'"
+else
+  bad "no guard line: '$line'"
+fi
 rm -f "$T/guard.err"
 checks_done "guarded allocation"

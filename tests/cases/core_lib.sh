@@ -25,6 +25,10 @@ skip() { echo "skip: $*"; exit 77; }
 # checks_done WHAT: at the end, fail the case when any check failed.
 fails=0
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# Placement- and count-exact tests: no sampled or guarded blocks (the
+# sampling point's, on by default: HAKMEM_PROF=sample, HAKMEM_GUARD=50000),
+# which would move a block, a figure or an OS call at random.
+sampling_off() { export HAKMEM_PROF=off HAKMEM_GUARD=0; }
 checks_done() { ((fails == 0)) || die "$fails $1 checks failed"; }
 
 # need FILE...: the build products a case needs.

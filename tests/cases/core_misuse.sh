@@ -9,6 +9,7 @@
 # Run against the release and debug libraries and through LD_PRELOAD.
 set -euo pipefail
 . tests/cases/core_lib.sh
+sampling_off   # (blocks where the checks expect them)
 need $T/test-misuse-release $T/test-misuse-debug $T/test-misuse-glibc "$SO"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 

@@ -9,6 +9,7 @@
 # serial: RSS must fall within 1 s; OS-call counts (tests/run.sh -j runs it alone)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export HAKMEM_PROF=off HAKMEM_GUARD=0   # (no sampled or guarded blocks: placements and counts exact; core_lib.sh, sampling_off)
 make -s all >/dev/null
 mkdir -p build/tests
 make -s build/tests/test-policy-release >/dev/null

@@ -42,12 +42,12 @@ est_mb=$(awk '/^Total:/ { print $2; exit }' <<<"$l")
 within "$est_mb" "$(awk -v t="$true_mb" 'BEGIN { print t * 0.9 }')" "$(awk -v t="$true_mb" 'BEGIN { print t * 1.3 }')" &&
   echo "ok   unsampled total $est_mb MB for $true_mb MB live" || bad "unsampled total $est_mb MB for $true_mb MB live"
 
-echo "== the same at the default rate (512K)"
-HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/split512 "$P" split >/dev/null
-l=$(text "$P" "$(one "$tmp/split512.*.0.heap")")
+echo "== the same at the default rate (2 MiB), 512 MiB live: about 250 samples"
+HAKMEM_PROF=1 HAKMEM_PROF_PREFIX=$tmp/split2m "$P" split 512 >/dev/null
+l=$(text "$P" "$(one "$tmp/split2m.*.0.heap")")
 for f in alloc_sixty:60 alloc_thirty:30 alloc_ten:10; do
   v=$(pct "$l" "${f%:*}")
-  within "$v" $((${f#*:} - 10)) $((${f#*:} + 10)) && echo "ok   ${f%:*} ${v} %" || bad "${f%:*}: ${v:-none} % at 512K"
+  within "$v" $((${f#*:} - 10)) $((${f#*:} + 10)) && echo "ok   ${f%:*} ${v} %" || bad "${f%:*}: ${v:-none} % at 2 MiB"
 done
 
 echo "== the leak report: the live stacks only"
@@ -65,7 +65,7 @@ n=$(ls "$tmp"/d.*.[0-9].heap 2>/dev/null | wc -l)
 ((n == 2)) && echo "ok   signal and exit: $n profiles" || bad "$n numbered profiles, expected 2 (signal, exit)"
 
 echo "== started and stopped at run time (hakmem_ctl prof.active): the countdowns look again"
-HAKMEM_PROF_RATE=64K HAKMEM_PROF_PREFIX=$tmp/late "$P" late "$tmp/during.heap" "$tmp/after.heap"
+HAKMEM_PROF=off HAKMEM_PROF_RATE=64K HAKMEM_PROF_PREFIX=$tmp/late "$P" late "$tmp/during.heap" "$tmp/after.heap"
 l=$(text "$P" "$tmp/during.heap")
 v=$(pct "$l" late_keep); w=$(pct "$l" late_thread_keep)
 within "$v" 35 65 && within "$w" 35 65 && ! grep -qw early_keep <<<"$l" &&
@@ -76,7 +76,7 @@ grep -qw late_keep <<<"$l" && ! grep -qw after_keep <<<"$l" && echo "ok   after 
   bad "profile after stopping: $l"
 
 echo "== HAKMEM_PROF_PEAK=1: a profile at each new peak"
-HAKMEM_PROF=1 HAKMEM_PROF_PEAK=1 HAKMEM_PROF_PREFIX=$tmp/p "$P" peak
+HAKMEM_PROF=1 HAKMEM_PROF_RATE=512K HAKMEM_PROF_PEAK=1 HAKMEM_PROF_PREFIX=$tmp/p "$P" peak
 n=$(ls "$tmp"/p.*.[0-9]*.heap | wc -l)
 ((n >= 4)) && echo "ok   $n profiles" || bad "$n profiles while growing to 40 MB with HAKMEM_PROF_PEAK=1"
 
@@ -165,8 +165,20 @@ run "hakmem --heap-profile" "$B/hakmem" --lib="$SO" --heap-profile="$tmp/launch/
 ls "$tmp"/launch/sub/hakmem.*.leaks.heap >/dev/null 2>&1 && echo "ok   $(ls "$tmp/launch/sub" | tr '\n' ' ')" ||
   bad "no profile in the --heap-profile directory"
 
+echo "== the balanced default (sampling; profiles on request): the unwinder at the first sample, no file at exit"
+mkdir "$tmp/def"
+(cd "$tmp/def" && "$OLDPWD/$P" lazy "$tmp/lazy.heap" && "$OLDPWD/$P" leaks && env LD_PRELOAD="$SO" /bin/true) ||
+  bad "test-prof lazy or leaks failed under the default"
+l=$(text "$P" "$tmp/lazy.heap")
+v=$(pct "$l" lazy_keep)
+within "$v" 80 100 && echo "ok   hakmem_prof_dump: lazy_keep $v %" || bad "the default's profile: lazy_keep ${v:-none} %: $l"
+[[ -z $(ls "$tmp/def") ]] && echo "ok   no file at exit" || bad "files written at exit by default: $(ls "$tmp/def")"
+echo "== HAKMEM_PROF_SIGNAL before the first sample: a profile (empty), the program lives"
+(cd "$tmp/def" && HAKMEM_PROF_SIGNAL=12 "$OLDPWD/$P" signal-first) || bad "test-prof signal-first failed"
+n=$(ls "$tmp"/def/hakmem.*.0.heap 2>/dev/null | wc -l)
+((n == 1)) && echo "ok   $(ls "$tmp/def")" || bad "$n profiles after the signal, expected 1"
 echo "== profiling off: no file"
 mkdir "$tmp/off"
-(cd "$tmp/off" && "$OLDPWD/$P" leaks && env LD_PRELOAD="$SO" /bin/true)
+(cd "$tmp/off" && HAKMEM_PROF=off "$OLDPWD/$P" leaks && env HAKMEM_PROF=off LD_PRELOAD="$SO" /bin/true)
 [[ -z $(ls "$tmp/off") ]] && echo "ok   none" || bad "files written with profiling off: $(ls "$tmp/off")"
 checks_done "profiling"

@@ -21,6 +21,7 @@
 #           and the row should become an abort row.
 set -euo pipefail
 . tests/cases/core_lib.sh
+sampling_off   # (blocks where the checks expect them)
 make -s all $T/test-misuse-suite-release >/dev/null
 have_cxx=1
 if command -v g++ >/dev/null; then

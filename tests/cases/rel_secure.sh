@@ -4,6 +4,7 @@
 # the default build's detections still hold; correct programs still run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export HAKMEM_PROF=off HAKMEM_GUARD=0   # (no sampled or guarded blocks: placements and counts exact; core_lib.sh, sampling_off)
 make -s all build/tests/test-secure-glibc >/dev/null
 LIB=$PWD/build/libhakmem-secure.so
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -8,6 +8,7 @@
 # read back from /proc/self/smaps (deterministic); AnonHugePages only printed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export HAKMEM_PROF=off HAKMEM_GUARD=0   # (no sampled or guarded blocks: placements and counts exact; core_lib.sh, sampling_off)
 make -s all >/dev/null
 mkdir -p build/tests
 make -s build/tests/test-thp-release >/dev/null
