@@ -34,6 +34,7 @@ hak_warm void _hak_release_pass(uint64_t now) {
   if (delay != 0 && (age == 0 || delay < age)) age = delay;
   if (age) _hak_bigcache_expire(age);
   _hak_pool_abandoned_tick(false);
+  _hak_slots_release();
   _hak_heaps_idle_tick(now, delay);
   _hak_park_pass(false);
 }

@@ -23,7 +23,8 @@
  * header holds the slot table, then GUARD_SLOTS slots of two pages, a gap
  * page and the block's page, all inaccessible but the live blocks' pages.
  * Its memory is fixed: the table and at most GUARD_SLOTS live pages
- * (about 300 KiB); a full pool leaves the allocation unguarded.  One lock;
+ * (about 300 KiB; a freed block's page is given back); a full pool leaves
+ * the allocation unguarded.  One lock;
  * the fault handler reads the table without it (a faulting slot's entry is
  * not rewritten while the slot is freed or live). */
 #include "internal.h"
@@ -60,7 +61,7 @@ static uint32_t guard_fifo_head, guard_fifo_n;
 static uint32_t guard_next_right;                     /* placement: alternately at the page's end and start */
 static _Atomic(uint64_t) gst_guarded, gst_errors;
 static _Atomic(uint32_t) gst_live, gst_retired;
-static _Atomic(size_t) gst_bytes, gst_pages;
+static _Atomic(size_t) gst_bytes;
 static struct sigaction guard_old_segv;
 /* inside a guarded allocation or free (stacks are walked): its mallocs are
  * not guarded */
@@ -70,7 +71,7 @@ static __thread int32_t guard_tid __attribute__((tls_model("initial-exec")));   
 static int32_t guard_tid_get(void) { return guard_tid != 0 ? guard_tid : (guard_tid = _hak_os_gettid()); }
 
 static gslot_t* guard_table(hak_segment_t* seg) { return (gslot_t*)((uint8_t*)seg + GUARD_TABLE); }
-static uint8_t* guard_page(hak_segment_t* seg, size_t i) { return hak_pslot_page(seg, GUARD_FIRST, i); }
+static uint8_t* guard_page(hak_segment_t* seg, size_t i) { return hak_pslot_page(seg, GUARD_FIRST, i, 1); }
 
 hak_warm bool _hak_guard_busy(void) { return guard_busy; }
 
@@ -142,10 +143,7 @@ static bool guard_within_budget(void) {
  * oldest freed (one retired since it was freed is dropped); GUARD_SLOTS
  * when the pool is full. */
 static uint32_t guard_slot_take(hak_segment_t* seg) {
-  if (guard_fresh < GUARD_SLOTS) {
-    hak_store_relaxed(&gst_pages, guard_fresh + 1);   /* (for the figures: pages touched stay resident) */
-    return guard_fresh++;
-  }
+  if (guard_fresh < GUARD_SLOTS) return guard_fresh++;
   while (guard_fifo_n != 0) {
     uint32_t i = guard_fifo[guard_fifo_head];
     guard_fifo_head = (guard_fifo_head + 1) % GUARD_SLOTS;
@@ -203,7 +201,7 @@ hak_warm void* _hak_guard_alloc(size_t size, uintptr_t site) {
 
 /* The slot whose block page holds p, or -1 (a gap page, the header, past
  * the slots). */
-static long guard_slot(hak_segment_t* seg, const void* p) { return hak_pslot_of(seg, GUARD_FIRST, GUARD_SLOTS, p); }
+static long guard_slot(hak_segment_t* seg, const void* p) { return hak_pslot_of(seg, GUARD_FIRST, GUARD_SLOTS, 1, p); }
 
 /* A live guarded block's request (its usable size); 0 when p is not one. */
 size_t _hak_guard_usable(hak_segment_t* seg, const void* p) {
@@ -265,7 +263,10 @@ hak_warm void _hak_guard_free(hak_segment_t* seg, void* p, const char* op, uintp
     s->free_tid = guard_tid_get();
     s->nfree = n;
     memcpy(s->free_pcs, pcs, n * sizeof *pcs);
-    _hak_os_protect(page, HAK_OS_PAGE, PROT_NONE);
+    /* inaccessible, and given back: the pool's resident pages are its live
+     * blocks' (freed slots are reused oldest first, so a kept page would
+     * make all 64 resident) */
+    if (!_hak_os_map_none_at(page, HAK_OS_PAGE)) _hak_os_protect(page, HAK_OS_PAGE, PROT_NONE);
     hak_lock(&guard_lock);
     __atomic_store_n(&s->state, SLOT_FREED, __ATOMIC_RELEASE);
     guard_fifo[(guard_fifo_head + guard_fifo_n++) % GUARD_SLOTS] = (uint8_t)i;
@@ -392,7 +393,10 @@ hak_warm void _hak_guard_init(void) {
    * makes a page unaddressable at mprotect(PROT_NONE) and does not give it
    * back at PROT_READ|PROT_WRITE, so a reused slot would read as invalid;
    * and it checks every block itself. */
-  const char* pre = getenv("LD_PRELOAD");
+  extern char** environ;
+  const char* pre = NULL;
+  for (char** e = environ; e != NULL && *e != NULL && pre == NULL; e++)   /* (not getenv: a page of libc fewer) */
+    if (strncmp(*e, "LD_PRELOAD=", 11) == 0) pre = *e + 11;
   if (pre != NULL && strstr(pre, "vgpreload") != NULL) {
     _hak_options[HAK_OPT_GUARD] = 0;
     return;
@@ -414,7 +418,7 @@ void _hak_guard_figures(hak_pslot_figures_t* f, uint64_t* guarded, uint64_t* cap
   f->live = hak_load_relaxed(&gst_live);
   f->bytes = hak_load_relaxed(&gst_bytes);
   f->segments = hak_load_acquire(&guard_pool) != NULL;
-  f->pages = f->segments ? hak_load_relaxed(&gst_pages) : 0;
+  f->live_pages = f->pages = f->live;   /* (a freed block's page is given back) */
   f->header = f->segments * GUARD_FIRST;
 }
 

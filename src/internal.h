@@ -652,17 +652,18 @@ hak_inline uint8_t* hak_large_block(const hak_segment_t* seg) { return (uint8_t*
 hak_inline bool hak_large_live_at(const hak_segment_t* seg, const void* p) {
   return (const uint8_t*)p == hak_large_block(seg) && __atomic_load_n(&seg->used_pages, __ATOMIC_RELAXED) == 1;
 }
-/* Segments of page slots (slots.c, guard.c): from offset `first`, n pairs
- * of a gap page and a block page.  Slot i's block page, and the slot whose
- * block page holds p (-1: the header, a gap page, past the slots). */
-hak_inline uint8_t* hak_pslot_page(const hak_segment_t* seg, size_t first, size_t i) {
-  return (uint8_t*)seg + first + (2 * i + 1) * HAK_OS_PAGE;
+/* Segments of page slots (slots.c, guard.c): from offset `first`, n slots
+ * of a gap page and `pages` block pages.  Slot i's first block page, and
+ * the slot whose block pages hold p (-1: the header, a gap page, past the
+ * slots). */
+hak_inline uint8_t* hak_pslot_page(const hak_segment_t* seg, size_t first, size_t i, size_t pages) {
+  return (uint8_t*)seg + first + (i * (pages + 1) + 1) * HAK_OS_PAGE;
 }
-hak_inline long hak_pslot_of(const hak_segment_t* seg, size_t first, size_t n, const void* p) {
+hak_inline long hak_pslot_of(const hak_segment_t* seg, size_t first, size_t n, size_t pages, const void* p) {
   size_t off = (size_t)((const uint8_t*)p - (const uint8_t*)seg);
-  if (off < first || off >= first + n * 2 * HAK_OS_PAGE) return -1;
+  if (off < first || off >= first + n * (pages + 1) * HAK_OS_PAGE) return -1;
   size_t page = (off - first) / HAK_OS_PAGE;
-  return (page & 1) ? (long)(page / 2) : -1;
+  return page % (pages + 1) != 0 ? (long)(page / (pages + 1)) : -1;
 }
 /* The start of the block of slab s that p lies in (by the slab's
  * reciprocal: no division), or NULL past the slab's last block. */
@@ -919,11 +920,12 @@ size_t _hak_slots_usable(hak_segment_t* seg, const void* p);
 void  _hak_slots_free(hak_segment_t* seg, void* p, const char* op);
 /* a page-slot pool's memory (slots.c, guard.c), for the figures */
 typedef struct {
-  size_t live, bytes;          /* live blocks, their usable bytes */
+  size_t live, live_pages, bytes;   /* live blocks, their pages, their usable bytes */
   size_t pages;                /* block pages ever touched (resident: the live ones and the freed) */
   size_t segments, header;     /* its segments, and the bytes of their headers */
 } hak_pslot_figures_t;
 void  _hak_slots_figures(hak_pslot_figures_t* f);
+void  _hak_slots_release(void);   /* the release clock: slots free since the last pass give their pages back */
 void  _hak_slots_fork_prepare(void);
 void  _hak_slots_fork_parent(void);
 void  _hak_slots_fork_child(void);
@@ -1107,6 +1109,7 @@ int   _hak_os_memfd(void);
 bool  _hak_os_map_file_at(void* addr, size_t size, int fd, uint64_t off);
 void* _hak_os_map_file(size_t size, int fd, uint64_t off);
 bool  _hak_os_map_anon_at(void* addr, size_t size);
+bool  _hak_os_map_none_at(void* addr, size_t size);   /* fresh inaccessible pages in place (the old ones given back) */
 bool  _hak_os_punch(int fd, uint64_t off, size_t size);
 size_t _hak_os_peak_rss_bytes(void);
 

@@ -152,6 +152,15 @@ bool _hak_os_map_anon_at(void* addr, size_t size) {
   return p == addr;
 }
 
+/* Inaccessible fresh pages over [addr, addr+size): what was there is given
+ * back and protected in one call (guard.c's freed slots). */
+bool _hak_os_map_none_at(void* addr, size_t size) {
+  os_count(os_mmap_calls, 1);
+  if (hak_unlikely(os_inject_failure())) return false;   /* (counted as every mmap call is: the tests' failure windows) */
+  void* p = mmap(addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  return p == addr;
+}
+
 /* Give the file's pages in [off, off+size) back (they read as zero after). */
 bool _hak_os_punch(int fd, uint64_t off, size_t size) {
   os_count(os_madvise_calls, 1);

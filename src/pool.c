@@ -184,7 +184,7 @@ static bool member_drop(hak_heap_t* h, hak_segment_t* seg, size_t idx) {
  * of whole windows starts on a window (its slab's frees take the fast
  * path, alloc.h).  (Best fit at any page kept 1.15x the resident pages of
  * this in a workload of random sizes to 512 KiB.) */
-size_t _hak_pool_find_run(const hak_pset_t* bits, unsigned n, bool top) {
+hak_warm size_t _hak_pool_find_run(const hak_pset_t* bits, unsigned n, bool top) {
   size_t found = HAK_PAGES_PER_SEG, step = n % HAK_WINDOW_PAGES == 0 ? HAK_WINDOW_PAGES : 1;
   for (size_t i = hak_pset_next(bits, 0); i < HAK_PAGES_PER_SEG;) {
     size_t j = hak_pset_next_gap(bits, i), a = hak_align_up(i, step);
@@ -201,7 +201,7 @@ size_t _hak_pool_find_run(const hak_pset_t* bits, unsigned n, bool top) {
  * blocks that span pages (1) from the top of a segment advised for huge
  * pages; the rest (0) from the bottom. */
 hak_inline bool seg_top(const hak_segment_t* seg, int place) { return place == 2 || (place == 1 && seg->thp != 0); }
-static size_t seg_run(const hak_segment_t* seg, pages_from_t from, unsigned n, int place) {
+hak_warm static size_t seg_run(const hak_segment_t* seg, pages_from_t from, unsigned n, int place) {
   if (from == PAGES_ANY) return _hak_pool_find_run(&seg->pool.free_pages, n, seg_top(seg, place));
   hak_pset_t resident;
   if (!hak_pset_and(&resident, &seg->pool.free_pages, &seg->age.dirty)) return HAK_PAGES_PER_SEG;

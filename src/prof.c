@@ -296,9 +296,10 @@ static void record(void* p, size_t size, const uintptr_t* pcs, int n) {
 
 /* A sampled class allocation, of the class's size (what
  * malloc_usable_size says of it, and what the program may write), where its
- * free is seen: up to a page, a page slot (slots.c: page aligned); larger,
- * a large block (large.c, seg->prof), aligned as every block of the class
- * is (to the lowest set bit of its size: slabs start on 64 KiB boundaries).
+ * free is seen: page slots (slots.c: page aligned), or for an aligned
+ * request whose class's blocks are aligned above a page, a large block
+ * (large.c, seg->prof), aligned as every block of the class is (to the
+ * lowest set bit of its size: slabs start on 64 KiB boundaries).
  * The secure build's are large blocks (its checks know those).  The sample
  * is the request's size: the countdown counts requested bytes. */
 void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t site) {
@@ -312,7 +313,7 @@ void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t 
   uintptr_t pcs[PROF_DEPTH];
   int n = _hak_unwind(pcs, PROF_DEPTH, site);
   void* p;
-  if (!HAK_SECURE && bsize <= HAK_OS_PAGE) {
+  if (!HAK_SECURE && (any_class || (bsize & -bsize) <= HAK_OS_PAGE)) {
     p = _hak_slots_alloc(bsize);
   } else {
     p = _hak_large_alloc(bsize, any_class ? 16 : (size_t)(bsize & -bsize), false, site);
@@ -544,7 +545,7 @@ static void on_signal(int sig) {
  * sample: its default action ends the program), else when it is started
  * at run time. */
 static _Atomic(int) prof_named;   /* the prefix is set, the signal handled */
-static void prof_name_setup(void) {
+hak_warm static void prof_name_setup(void) {
   if (atomic_exchange(&prof_named, 1) != 0) return;
   /* a relative prefix names the directory the program started in, not
    * the one it is in when it exits */

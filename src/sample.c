@@ -26,7 +26,7 @@
 /* ln(u) for u in (0, 1], without libm: u = m * 2^k with m in [1, 2), and
  * ln m = 2 atanh((m-1)/(m+1)), whose series converges fast (t <= 1/3: six
  * terms leave an error below 1e-7). */
-static double ln01(double u) {
+hak_warm static double ln01(double u) {
   uint64_t bits;
   memcpy(&bits, &u, sizeof bits);
   int k = (int)((bits >> 52) & 0x7FF) - 1023;
@@ -42,7 +42,7 @@ static double ln01(double u) {
  * byte is picked with the same chance whatever came before it (a Poisson
  * process; google-pprof's heap_v2 scaling, 1 / (1 - exp(-size / rate)),
  * undoes it for the profile). */
-static int64_t draw(hak_heap_t* h, double mean) {
+hak_warm static int64_t draw(hak_heap_t* h, double mean) {
   uint64_t x = h->sample.rng;
   if (x == 0) x = ((uintptr_t)h ^ _hak_cookie_key ^ _hak_clock_ms() * 0x9E3779B97F4A7C15ull) | 1;
   x ^= x >> 12;
@@ -58,7 +58,7 @@ static int64_t draw(hak_heap_t* h, double mean) {
  * runs out on an allocation with a chance in proportion to its size, so the
  * mean of 1/size over those allocations is 1/(mean size) (a moving average;
  * 64 bytes to start). */
-static double guard_mean(hak_heap_t* h, size_t size, long long n) {
+hak_warm static double guard_mean(hak_heap_t* h, size_t size, long long n) {
   if (n == 1) return 1;   /* every allocation (of at least a byte) */
   double inv = h->sample.inv_size != 0 ? h->sample.inv_size : 1.0 / 64;
   if (size != 0) h->sample.inv_size = inv += (1.0 / (double)size - inv) / 64;
@@ -68,7 +68,7 @@ static double guard_mean(hak_heap_t* h, size_t size, long long n) {
 /* The countdown ran out on an allocation of `size` bytes: what is due
  * (DRAWN_PROF: a heap-profile sample; DRAWN_GUARD: a guarded allocation),
  * and the next countdown. */
-static unsigned sample_reload(hak_heap_t* h, size_t size) {
+hak_warm static unsigned sample_reload(hak_heap_t* h, size_t size) {
   int64_t elapsed = h->sample.reload - h->sample_left;   /* bytes since the last reload (> reload) */
   unsigned drawn = h->sample.drawn, due = 0;
   if (drawn & DEFERRED) size = 0;   /* (no update of the mean's estimate) */

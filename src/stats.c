@@ -321,10 +321,10 @@ void _hak_figures(hak_figures_t* f) {
   /* the page-slot pools' blocks: each takes a page; the rest of their
    * segments is held (freed slots' pages, resident; untouched ones), but
    * their headers */
-  size_t pslot_active = (f->sampled.live + f->guard.live) * HAK_OS_PAGE;
+  size_t pslot_active = (f->sampled.live_pages + f->guard.live_pages) * HAK_OS_PAGE;
   size_t pslot_held = (f->sampled.segments + f->guard.segments) * HAK_SEG_SIZE - f->sampled.header - f->guard.header;
   pslot_held = pslot_held > pslot_active ? pslot_held - pslot_active : 0;
-  size_t pslot_freed = f->sampled.pages + f->guard.pages - f->sampled.live - f->guard.live;
+  size_t pslot_freed = f->sampled.pages + f->guard.pages - f->sampled.live_pages - f->guard.live_pages;
   f->allocated = f->small_allocated + f->large_allocated + f->sampled.bytes + f->guard.bytes;
   f->active = f->small_active + f->large_allocated + pslot_active;   /* (a large block's usable size ends at a page) */
   /* held, not in use: free pages (the pool's, cached segments', those

@@ -80,7 +80,7 @@ static void unw_fault(int sig, siginfo_t* si, void* uc) {
   }
   _hak_signal_pass(&unw_old[sig == SIGBUS], sig, si, uc);
 }
-static void unw_guard_install(void) {
+hak_warm static void unw_guard_install(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = unw_fault;

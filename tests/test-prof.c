@@ -7,7 +7,7 @@
  *             short-lived churn between)
  *   leaks     leaky() keeps its blocks, tidy() frees all of its own
  *   lazy PATH the balanced default (HAKMEM_PROF unset): sampling is on; no
- *             unwinder is loaded after 100 small blocks; after 64 MiB held
+ *             unwinder is loaded after 10 small blocks; after 64 MiB held
  *             in lazy_keep() one is, and hakmem_prof_dump(PATH) writes them
  *   signal-first  SIGUSR2 before any sample
  *   dump PATH hakmem_prof_dump(PATH), then a signal (HAKMEM_PROF_SIGNAL)
@@ -26,6 +26,7 @@
 #include "hak_test.h"
 #include <pthread.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -131,8 +132,8 @@ static int mode_late(const char* during, const char* after) {
   return ht_failures != 0;
 }
 
-/* Every allocation sampled (HAKMEM_PROF_RATE=1): the blocks of up to a page
- * live in page slots, counted by stats.sampled.*. */
+/* Every allocation sampled (HAKMEM_PROF_RATE=1): the blocks of every class
+ * (up to 128 KiB) live in page slots, counted by stats.sampled.*. */
 static size_t sampled(const char* what) {
   size_t v = ht_ctl_figure(what);
   CHECKF(v != (size_t)-1, "hakmem_ctl %s", what);
@@ -154,21 +155,24 @@ static int mode_slots(void) {
   size_t live0 = sampled("stats.sampled.live_blocks");
   /* (at HAKMEM_PROF_RATE=1 the intervals are 1 or 2 bytes, rarely more: a
    * request of 16 bytes or more is always sampled) */
-  static const size_t sizes[] = {16, 17, 100, 1000, 3000, 4000};
+  static const size_t sizes[] = {16, 17, 100, 1000, 3000, 4000, 5000, 20000, 100000};
   for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
     size_t n = sizes[k];
     uint8_t* p = t_malloc(n);
     CHECKF(p != NULL && ((uintptr_t)p & 4095) == 0, "malloc(%zu) = %p: not a page slot", n, (void*)p);
     size_t u = t_malloc_usable_size(p);
-    CHECKF(u >= n && u <= 4096, "malloc(%zu): usable %zu", n, u);
+    CHECKF(u >= n && u <= (n <= 4096 ? 4096 : 131072), "malloc(%zu): usable %zu", n, u);
     memset(p, 0xA5, u);
     CHECKF(sampled("stats.sampled.live_blocks") == live0 + 1, "malloc(%zu): live samples %zu, %zu before", n,
            sampled("stats.sampled.live_blocks"), live0);
-    uint8_t* q = t_realloc(p, n * 3 + 5000);   /* out of the slot: a sampled large block */
+    uint8_t* q = t_realloc(p, n * 3 + 5000);   /* out of the slot: a slot of 32 pages, or above 128 KiB a large block */
     CHECK(q != NULL);
     for (size_t i = 0; i < u && i < n * 3 + 5000; i++) CHECKF(q[i] == 0xA5, "realloc(%zu) lost byte %zu", n, i);
-    CHECKF(sampled("stats.sampled.live_blocks") == live0, "realloc(%zu): the slot is still live", n);
+    size_t want = live0 + (t_malloc_usable_size(q) <= 131072);
+    CHECKF(sampled("stats.sampled.live_blocks") == want, "realloc(%zu): %zu live samples, want %zu (the old slot freed)", n,
+           sampled("stats.sampled.live_blocks"), want);
     t_free(q);
+    CHECKF(sampled("stats.sampled.live_blocks") == live0, "free after realloc(%zu): %zu live samples", n, sampled("stats.sampled.live_blocks"));
     uint8_t* z = t_calloc(1, n);   /* a reused slot's page holds old bytes: calloc clears them */
     for (size_t i = 0; i < n; i++) CHECKF(z[i] == 0, "calloc(1, %zu): byte %zu is %u", n, i, z[i]);
     t_free(z);
@@ -206,13 +210,14 @@ static int mode_slots(void) {
 static int mode_slot_misuse(const char* m) {
   t_free(t_malloc(8));
   fprintf(stderr, "%s\n", m);   /* (stderr's buffer first) */
-  uint8_t* p = t_malloc(100);
-  CHECKF(((uintptr_t)p & 4095) == 0, "malloc(100) = %p: not a page slot", (void*)p);
-  if (!strcmp(m, "slot-double-free")) {
+  size_t n = strstr(m, "-medium") != NULL ? 20000 : 100;   /* (a slot of 32 pages, of one) */
+  uint8_t* p = t_malloc(n);
+  CHECKF(((uintptr_t)p & 4095) == 0, "malloc(%zu) = %p: not a page slot", n, (void*)p);
+  if (!strncmp(m, "slot-double-free", 16)) {
     t_free(p);
     t_free(p);
-  } else if (!strcmp(m, "slot-interior")) {
-    t_free(p + 16);
+  } else if (!strncmp(m, "slot-interior", 13)) {
+    t_free(p + (n > 4096 ? 4096 : 16));
   } else {
     t_free(p);
     (void)t_malloc_usable_size(p);
@@ -351,16 +356,18 @@ static int mode_fault(bool chain) {
   return *bad;
 }
 
-/* libgcc_s or libunwind in this process's mappings. */
+/* libgcc_s or libunwind in this process's mappings (read without
+ * allocating: a malloc here could be the first sample). */
 static bool unwinder_mapped(void) {
-  FILE* f = fopen("/proc/self/maps", "r");
-  CHECK(f != NULL);
-  char line[512];
-  bool found = false;
-  while (f != NULL && fgets(line, sizeof line, f) != NULL)
-    if (strstr(line, "libgcc_s") != NULL || strstr(line, "libunwind") != NULL) found = true;
-  if (f != NULL) fclose(f);
-  return found;
+  static char maps[1 << 20];
+  int fd = open("/proc/self/maps", O_RDONLY);
+  CHECK(fd >= 0);
+  size_t n = 0;
+  ssize_t r;
+  while (fd >= 0 && n < sizeof maps - 1 && (r = read(fd, maps + n, sizeof maps - 1 - n)) > 0) n += (size_t)r;
+  if (fd >= 0) close(fd);
+  maps[n] = 0;
+  return strstr(maps, "libgcc_s") != NULL || strstr(maps, "libunwind") != NULL;
 }
 
 __attribute__((noinline)) void lazy_keep(size_t n) { hold(t_malloc(n), n); }
@@ -368,7 +375,8 @@ static int mode_lazy(const char* path) {
   bool on = false;
   size_t len = sizeof on;
   CHECK(hakmem_ctl("prof.active", &on, &len, NULL, 0) == 0 && on);
-  for (int i = 0; i < 100; i++) t_free(t_malloc(100));
+  /* (a first sample or guarded block within these 160 bytes: about 1 in 10,000) */
+  for (int i = 0; i < 10; i++) t_free(t_malloc(16));
   CHECK(!unwinder_mapped());
   for (int i = 0; i < 1024; i++) lazy_keep(64 << 10);
   CHECK(unwinder_mapped());

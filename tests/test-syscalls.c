@@ -57,16 +57,15 @@ static void steady_small(void) {
   t_os_stats(&b);
   size_t guarded = guard_figure("stats.guard.guarded") - g0;
   for (int k = 0; k < SLOTS; k++) t_free(slot[k]);
-  /* guarded allocations (HAKMEM_GUARD, on by default) cost an mprotect at
-   * malloc and one at free, each: those made in the window, and the frees
-   * of those live at its start; the allocator's own stay at 2 at most */
+  /* guarded allocations (HAKMEM_GUARD, on by default) cost a call at
+   * malloc (mprotect) and one at free (mmap, in place), each: those made in
+   * the window, and the frees of those live at its start; the allocator's
+   * own stay at 2 at most */
   size_t calls = os_calls(&b) - os_calls(&a), guard_calls = 2 * guarded + live0;
   CHECKF(calls <= 2 + guard_calls, "%zu OS calls during %ld steady-state ops (mmap %zu, munmap %zu, madvise %zu, mprotect %zu; %zu guarded)",
          calls, ops, b.mmap_calls - a.mmap_calls, b.munmap_calls - a.munmap_calls,
          b.madvise_calls - a.madvise_calls, b.mprotect_calls - a.mprotect_calls, guarded);
-  CHECKF(b.mmap_calls + b.munmap_calls + b.madvise_calls - (a.mmap_calls + a.munmap_calls + a.madvise_calls) <= 2,
-         "mmap/munmap/madvise in the steady state");
-  printf("  %zu OS calls in %ld ops (%zu guarded blocks: %zu mprotect at most)\n", calls, ops, guarded, guard_calls);
+  printf("  %zu OS calls in %ld ops (%zu guarded blocks: %zu of their calls at most)\n", calls, ops, guarded, guard_calls);
 }
 
 static void large_reuse(void) {
