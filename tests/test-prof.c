@@ -201,7 +201,9 @@ static int mode_slots(void) {
   CHECKF(pages >= 1200, "1,200 live samples in %zu slot pages", pages);
   for (int i = 0; i < 1200; i++) t_free(w[i]);
   for (int i = 0; i < 1200; i++) w[i] = t_malloc(700);
-  CHECKF(sampled("stats.sampled.pages") == pages, "slot pages %zu after reuse, %zu before", sampled("stats.sampled.pages"), pages);
+  /* (reused, not 1,200 added; a few pages may be other blocks sampled
+   * meanwhile, every allocation being sampled: stdio's, the figures') */
+  CHECKF(sampled("stats.sampled.pages") <= pages + 16, "slot pages %zu after reuse, %zu before", sampled("stats.sampled.pages"), pages);
   for (int i = 0; i < 1200; i++) t_free(w[i]);
   CHECKF(sampled("stats.sampled.live_blocks") == after, "live samples %zu at the end, %zu before the 1,200", sampled("stats.sampled.live_blocks"), after);
   printf("slots: %s (%zu pages)\n", ht_failures ? "FAILED" : "ok", pages);
