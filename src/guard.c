@@ -393,10 +393,7 @@ hak_warm void _hak_guard_init(void) {
    * makes a page unaddressable at mprotect(PROT_NONE) and does not give it
    * back at PROT_READ|PROT_WRITE, so a reused slot would read as invalid;
    * and it checks every block itself. */
-  extern char** environ;
-  const char* pre = NULL;
-  for (char** e = environ; e != NULL && *e != NULL && pre == NULL; e++)   /* (not getenv: a page of libc fewer) */
-    if (strncmp(*e, "LD_PRELOAD=", 11) == 0) pre = *e + 11;
+  const char* pre = _hak_env_find("LD_PRELOAD");
   if (pre != NULL && strstr(pre, "vgpreload") != NULL) {
     _hak_options[HAK_OPT_GUARD] = 0;
     return;

@@ -149,8 +149,9 @@ static bool keep_text(int id, const char* v) {
 
 const char* _hak_option_text(hak_option_id_t id) { return id < HAK_OPT_COUNT ? opt_text[id] : NULL; }
 
-/* Find "NAME=" in environ; NULL when absent. */
-static const char* env_find(const char* name) {
+/* Find "NAME=" in environ, without allocating or touching getenv's page of
+ * libc; NULL when absent. */
+hak_warm const char* _hak_env_find(const char* name) {
   if (environ == NULL) return NULL;
   size_t len = strlen(name);
   for (char** e = environ; *e; e++)
@@ -162,7 +163,7 @@ hak_warm void _hak_options_init(void) {
   if (hak_load_acquire(&opt_done)) return;
   if (environ == NULL) return;   /* too early: the constructor calls again */
   long long profile = HAK_PROFILE_BALANCED;
-  const char* pv = env_find("HAKMEM_PROFILE");
+  const char* pv = _hak_env_find("HAKMEM_PROFILE");
   if (pv != NULL && !parse_value(&opt_table[HAK_OPT_PROFILE], pv, &profile)) {
     opt_warn("malformed value (expected speed|balanced|lean), using balanced", pv - strlen("HAKMEM_PROFILE="));
     profile = HAK_PROFILE_BALANCED;

@@ -125,6 +125,7 @@ void _hak_options_init(void);     /* idempotent; reads environ */
 void _hak_options_print(void);
 long long _hak_option_by_name(const char* name);
 const char* _hak_option_text(hak_option_id_t id);   /* PATH options: the value, or NULL */
+const char* _hak_env_find(const char* name);          /* an environment variable's value, or NULL (no getenv, no allocation) */
 const char* _hak_profile_name(long long p);   /* the profile's name, "?" out of range */
 const char* _hak_strategy_name(int s);        /* a large-block strategy's name (HAK_STRAT_*) */
 int _hak_option_find(const char* name);   /* by name without HAKMEM_, any case; -1: none */

@@ -246,7 +246,6 @@ static void sample_remove(sample_t* e) {
   }
 }
 
-
 hak_warm bool _hak_prof_busy(void) { return prof_busy; }
 
 /* ---------------------------------------------------------------- recording */
@@ -294,6 +293,17 @@ static void record(void* p, size_t size, const uintptr_t* pcs, int n) {
   prof_unlock();
 }
 
+/* A sample is being taken at `site`: the profiler busy (its own mallocs
+ * are not sampled) and set up (the first sample sets it up); false, not
+ * busy, when there is no memory for the tables. */
+static bool prof_enter(uintptr_t site) {
+  prof_busy = true;
+  prof_start(site);
+  if (hak_likely(hak_load_acquire(&prof_started))) return true;
+  prof_busy = false;
+  return false;
+}
+
 /* A sampled class allocation, of the class's size (what
  * malloc_usable_size says of it, and what the program may write), where its
  * free is seen: page slots (slots.c: page aligned), or for an aligned
@@ -304,12 +314,7 @@ static void record(void* p, size_t size, const uintptr_t* pcs, int n) {
  * is the request's size: the countdown counts requested bytes. */
 void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t site) {
   uint32_t bsize = _hak_class_size[cls];
-  prof_busy = true;
-  prof_start(site);
-  if (hak_unlikely(!hak_load_acquire(&prof_started))) {   /* no memory for the tables */
-    prof_busy = false;
-    return NULL;
-  }
+  if (!prof_enter(site)) return NULL;
   uintptr_t pcs[PROF_DEPTH];
   int n = _hak_unwind(pcs, PROF_DEPTH, site);
   void* p;
@@ -326,12 +331,7 @@ void* _hak_prof_sample_class(size_t cls, size_t size, bool any_class, uintptr_t 
 
 /* A sampled large block (large.c, after it is made). */
 void _hak_prof_sample_large(hak_segment_t* seg, void* p, size_t size, uintptr_t site) {
-  prof_busy = true;
-  prof_start(site);
-  if (hak_unlikely(!hak_load_acquire(&prof_started))) {
-    prof_busy = false;
-    return;
-  }
+  if (!prof_enter(site)) return;
   seg->prof = 1;
   uintptr_t pcs[PROF_DEPTH];
   int n = _hak_unwind(pcs, PROF_DEPTH, site);

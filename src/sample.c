@@ -89,21 +89,22 @@ hak_warm static unsigned sample_reload(hak_heap_t* h, size_t size) {
   return due & h->sample.drawn;
 }
 
+/* The countdown runs out at h's next malloc; the bytes counted since the
+ * last reload stay counted. */
+hak_warm static void sample_next(hak_heap_t* h) {
+  h->sample.reload += 0 - h->sample_left;
+  h->sample_left = 0;
+}
+
 /* The calling thread's countdown ends at its next malloc (profiling was
  * started: its heap may have reloaded idle while the profiler was being
  * set up, libunwind's dlopen allocating).  Other threads look within
  * SAMPLE_IDLE bytes. */
 void _hak_sample_soon(void) {
   hak_heap_t* h = hak_heap_get();
-  if (h == &_hak_heap_empty) return;
-  h->sample.reload += 0 - h->sample_left;   /* (the bytes counted so far stay counted) */
-  h->sample_left = 0;
+  if (h != &_hak_heap_empty) sample_next(h);
 }
 
-/* The countdown ran out on a class allocation (alloc.h, refill.c), the heap
- * entered: what the caller does with it (HAK_SAMPLE_GUARD: guard.c serves
- * it, or _hak_sample_defer_guard passes it on; HAK_SAMPLE_PROF: prof.c does): a decision, not a call around the
- * sampling, so that a stack walk steps through one frame fewer. */
 /* A guarded block came due on an allocation that cannot be one (above a
  * page, or aligned): the next allocation's run-out serves it, so that one
  * allocation in N of any size is a guard's due, and each lands on a block
@@ -112,10 +113,14 @@ void _hak_sample_soon(void) {
 hak_warm void _hak_sample_defer_guard(hak_heap_t* h) {
   h->sample.guard_left = 0;
   h->sample.drawn |= DEFERRED;
-  h->sample.reload += 0 - h->sample_left;   /* (the bytes counted so far stay counted) */
-  h->sample_left = 0;
+  sample_next(h);
 }
 
+/* The countdown ran out on a class allocation (alloc.h, refill.c), the heap
+ * entered: what the caller does with it (HAK_SAMPLE_GUARD: guard.c serves
+ * it, or _hak_sample_defer_guard passes it on; HAK_SAMPLE_PROF: prof.c
+ * does): a decision, not a call around the sampling, so that a stack walk
+ * steps through one frame fewer. */
 hak_warm unsigned _hak_sample_due(hak_heap_t* h, size_t size) {
   unsigned due = sample_reload(h, size);
   if (_hak_prof_busy() || _hak_guard_busy()) return 0;

@@ -70,6 +70,9 @@ static uint8_t* list_pop(uint8_t** head) {
   return page;
 }
 
+/* The pages a block of `size` bytes touches. */
+static size_t block_pages(size_t size) { return hak_align_up(size, HAK_OS_PAGE) / HAK_OS_PAGE; }
+
 /* The slot p names: its index, or -1 when p is no block's start (a header,
  * gap or block-interior address). */
 static long slot_index(const hak_segment_t* seg, const void* p) {
@@ -104,7 +107,7 @@ hak_warm void* _hak_slots_alloc(size_t size) {
   if (page != NULL) {
     hak_segment_t* seg = hak_segment_of(page);
     long i = slot_index(seg, page);
-    size_t pages = hak_align_up(size, HAK_OS_PAGE) / HAK_OS_PAGE;
+    size_t pages = block_pages(size);
     __atomic_store_n(&slots_hdr(seg)->size[i], (uint32_t)size, __ATOMIC_RELAXED);
     if (pages > slots_hdr(seg)->touched[i]) {
       atomic_fetch_add_explicit(&slots_resident, pages - slots_hdr(seg)->touched[i], memory_order_relaxed);
@@ -114,7 +117,7 @@ hak_warm void* _hak_slots_alloc(size_t size) {
   hak_unlock(&slots_lock);
   if (page == NULL) return NULL;
   atomic_fetch_add_explicit(&slots_live, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&slots_live_pages, hak_align_up(size, HAK_OS_PAGE) / HAK_OS_PAGE, memory_order_relaxed);
+  atomic_fetch_add_explicit(&slots_live_pages, block_pages(size), memory_order_relaxed);
   atomic_fetch_add_explicit(&slots_bytes, size, memory_order_relaxed);
   return page;
 }
@@ -148,7 +151,7 @@ hak_warm void _hak_slots_free(hak_segment_t* seg, void* p, const char* op) {
     return;
   }
   atomic_fetch_sub_explicit(&slots_live, 1, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&slots_live_pages, hak_align_up(size, HAK_OS_PAGE) / HAK_OS_PAGE, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&slots_live_pages, block_pages(size), memory_order_relaxed);
   atomic_fetch_sub_explicit(&slots_bytes, size, memory_order_relaxed);
 }
 
