@@ -41,8 +41,13 @@ static size_t pick(uint64_t* rng) {
   return n < minsz ? minsz : n > maxsz ? maxsz : n;
 }
 
-/* One turn: the working set built, a part kept, the rest freed. */
-static void one_turn(unsigned char** set, uint64_t* rng) {
+/* One turn: the working set built, a part kept, the rest freed.  The
+ * array of its pointers is part of it: a thread that waits holds nothing of
+ * the program's, so what grows with the threads is the allocator's (and
+ * the thread stacks', which glibc maps: about 8 KiB a thread). */
+static void one_turn(uint64_t* rng) {
+  unsigned char** set = malloc(ws * sizeof *set);
+  if (set == NULL) b_oom(ws * sizeof *set);
   for (uint64_t i = 0; i < ws; i++) {
     size_t n = pick(rng);
     set[i] = malloc(n);
@@ -60,23 +65,21 @@ static void one_turn(unsigned char** set, uint64_t* rng) {
       free(set[i]);
     }
   }
+  free(set);
 }
 
 static void* worker(void* arg) {
   uint64_t id = (uint64_t)(uintptr_t)arg, rng = seed * 0x9E3779B97F4A7C15ull + id + 1;
-  unsigned char** set = calloc(ws, sizeof *set);
-  if (set == NULL) b_oom(ws * sizeof *set);
   for (;;) {
     while (sem_wait(&sems[id]) != 0) {}
     int done = turn_no >= turns;
     if (!done) {
       turn_no++;
-      one_turn(set, &rng);
+      one_turn(&rng);
     }
     sem_post(&sems[(id + 1) % threads]);   /* the next thread's turn (at the end: its exit) */
     if (done) break;
   }
-  free(set);
   return NULL;
 }
 
