@@ -50,8 +50,8 @@ hak_inline size_t small_usable(const void* p) {   /* 0: not the common case */
 }
 
 /* ---------------------------------------------------------------- API */
-hak_warm hak_api void* hak_malloc(size_t n) { return hak_malloc_inline(n); }
-hak_warm hak_api void hak_free(void* p) { hak_free_inline(p, "free"); }
+hak_warm hak_entry_aligned hak_api void* hak_malloc(size_t n) { return hak_malloc_inline(n); }
+hak_warm hak_entry_aligned hak_api void hak_free(void* p) { hak_free_inline(p, "free"); }
 /* Sized free: the size must be one the block could have been allocated (or
  * realloc'ed in place) with: at most its usable size and, when `exact`, at
  * least half of it (the class spacing and realloc's in-place rule put every

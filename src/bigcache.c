@@ -25,6 +25,7 @@ _Static_assert(BC_CLASSES <= 64, "class mask");
 static _Atomic(size_t) bc_bytes;
 static _Atomic(size_t) bc_mapped;   /* address space of the cached blocks (statistics) */
 static _Atomic(uint64_t) bc_hits, bc_misses, bc_evictions;
+_Atomic(uint64_t) _hak_stat_bigcache_yielded;   /* bytes decommitted for the small tier (_hak_bigcache_yield) */
 static size_t bc_total_entries;
 
 /* Size of large class k: (4 + k % 4) << (15 + k / 4): 128K, 160K, 192K, 224K, 256K, ... */
@@ -247,6 +248,42 @@ hak_warm bool _hak_bigcache_put(hak_segment_t* seg) {
   if (nev) atomic_fetch_add_explicit(&bc_evictions, nev, memory_order_relaxed);
   for (size_t i = 0; i < nev; i++) _hak_release_large(evicted[i]);
   return ok;
+}
+
+/* The process keeps one reserve, not one per tier: before the small tier
+ * faults in `bytes` of new pages, the cache decommits as many of its
+ * resident ones, from the ends of its oldest blocks (which stay cached, their
+ * mappings reusable without a system call).  Else the free memory of one tier
+ * idles beside the new pages of the other, and the peak is the sum of the
+ * two tiers' peaks (mstressN: 2-6 MB cached beside 3-6 MB of free pool
+ * pages).  The pool does the same for large blocks (_hak_pool_yield). */
+void _hak_bigcache_yield(size_t bytes) {
+  if (HAK_SECURE || hak_load_relaxed(&bc_bytes) == 0) return;
+  hak_lock(&bc_lock);
+  for (int n = 0; n < 8 && bytes != 0 && bc_total_entries != 0; n++) {
+    size_t best = BC_CLASSES, bi = 0;
+    uint64_t best_t = UINT64_MAX;
+    for (uint64_t m = bc_nonempty; m; m &= m - 1) {   /* the oldest block with resident pages */
+      size_t c = (size_t)__builtin_ctzll(m);
+      for (size_t i = 0; i < bc_count[c]; i++)
+        if (bc_ring[c][i].t_ms < best_t && hak_large_resident(bc_ring[c][i].seg) > HAK_LARGE_HDR) {
+          best_t = bc_ring[c][i].t_ms;
+          best = c;
+          bi = i;
+          break;
+        }
+    }
+    if (best == BC_CLASSES) break;
+    hak_segment_t* seg = bc_ring[best][bi].seg;
+    size_t to = hak_large_resident(seg);
+    size_t from = to - HAK_LARGE_HDR > bytes ? (to - bytes) & ~(size_t)(HAK_OS_PAGE - 1) : HAK_LARGE_HDR;
+    if (!_hak_decommit((uint8_t*)seg + from, to - from)) break;
+    seg->large.peak = from - HAK_LARGE_HDR;
+    atomic_fetch_sub_explicit(&bc_bytes, to - from, memory_order_relaxed);
+    atomic_fetch_add_explicit(&_hak_stat_bigcache_yielded, to - from, memory_order_relaxed);
+    bytes = to - from >= bytes ? 0 : bytes - (to - from);
+  }
+  hak_unlock(&bc_lock);
 }
 
 /* Release entries older than max_age_ms (all of them with 0). */

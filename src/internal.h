@@ -37,6 +37,11 @@
  * 64 KiB segment alignment, so the group's window is the same in every
  * process (docs/DESIGN.md, "A small program"). */
 #define hak_warm        __attribute__((section(".text.hot.hakmem")))
+/* malloc's and free's entry points start on a cache line: where they
+ * start otherwise depends on every warm function before them, and a shift
+ * of 80 bytes (a call added to the refill path) made glibc-simple 1.55x
+ * slower with the same instruction count (AMD EPYC, 2026-11-29). */
+#define hak_entry_aligned __attribute__((aligned(64)))
 /* Large zero-filled tables, in a section of their own after the other
  * variables: between them, each touched small variable (locks, counters,
  * clocks) was a page of its own (five pages for a small program; two now). */
@@ -872,6 +877,7 @@ hak_inline hak_pset_t hak_small_free_pages(void) { return hak_pset_run(HAK_HDR_P
 void  _hak_segmap_set(hak_segment_t* seg, bool on);
 void  _hak_segment_cache_trim(size_t keep);
 void  _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms);
+size_t _hak_segment_cache_yield(size_t n);
 
 /* pool.c: the free pages of all small segments, shared by every heap */
 /* where a slab's pages may come from: resident free pages of the heap's own
@@ -888,6 +894,8 @@ size_t _hak_pool_give_taken(hak_heap_t* h, unsigned (*take)(hak_heap_t*, hak_sla
 size_t _hak_heaps_idle_tick(uint64_t now, uint64_t delay);
 extern _Atomic(uint64_t) _hak_stat_idle_slabs, _hak_stat_idle_pages, _hak_stat_pool_surplus;
 void  _hak_pool_tick(uint64_t now, uint64_t delay, bool force);
+void  _hak_pool_yield(size_t bytes);
+extern _Atomic(uint64_t) _hak_stat_pool_yielded;
 void  _hak_pool_thp_demote(hak_segment_t* seg, unsigned lo, unsigned n);
 void  _hak_pool_stats(size_t* segs, size_t* free_pages, size_t* resident);
 void  _hak_pool_foreach_slab(void (*fn)(hak_slab_t*, void*), void* arg);   /* heap lock, then pool lock */
@@ -1006,6 +1014,8 @@ hak_segment_t* _hak_bigcache_take_cover(size_t need, size_t extent);
 void  _hak_bigcache_unpin(hak_segment_t* seg, size_t extent);
 bool  _hak_bigcache_put(hak_segment_t* seg);
 void  _hak_bigcache_expire(uint64_t max_age_ms);
+void  _hak_bigcache_yield(size_t bytes);
+extern _Atomic(uint64_t) _hak_stat_bigcache_yielded;
 void  _hak_bigcache_stats(uint64_t* hits, uint64_t* misses, uint64_t* evictions, size_t* bytes, size_t* mapped);
 void  _hak_bigcache_fork_prepare(void);
 void  _hak_bigcache_fork_parent(void);
@@ -1156,6 +1166,7 @@ typedef struct {
   size_t large_live, large_allocated, large_mapped;   /* live large blocks: count, usable bytes, their mappings */
   uint64_t large_nmalloc, large_nfree;
   uint64_t idle_slabs, pool_surplus_pages;   /* slabs taken from idle heaps (heap.c), free pages aged by count (pool.c) */
+  uint64_t pool_yielded_pages, bigcache_yielded;   /* one reserve: free pages and cached bytes decommitted for the other tier's new pages */
   uint64_t park_slabs;                       /* slabs sleeping threads gave (park.c) */
   hak_pslot_figures_t sampled, guard;       /* the page-slot pools: sampled blocks (slots.c), guarded (guard.c) */
   uint64_t guarded, guard_capped, guard_errors;   /* guarded allocations made, left unguarded by HAKMEM_GUARD_PER_SEC, errors reported (guard.c) */

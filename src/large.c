@@ -310,6 +310,7 @@ hak_warm void* _hak_large_alloc(size_t size, size_t align, bool zero, uintptr_t 
   if (guard) _hak_secure_large_place(seg, size, align);
   else seg->sec.guard_off = 0;
   size_t resident_before = block_setup(seg, size, st.long_lived);
+  if (size > resident_before) _hak_pool_yield(size - resident_before);   /* one reserve (bigcache.c) */
   return block_ready(seg, size, zero, &st, resident_before, site);
 }
 

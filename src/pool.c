@@ -500,7 +500,8 @@ hak_warm void _hak_pool_abandoned_tick(bool force) {
  * newest first).  The count is release.c's (_hak_retained_bytes), whose part
  * outside the pool (cached segments) is left out.  (pool lock) */
 _Atomic(uint64_t) _hak_stat_pool_surplus;
-static void pool_trim_surplus(size_t n, hak_segment_t* tail) {
+static size_t pool_trim_surplus(size_t n, hak_segment_t* tail) {
+  size_t want = n;
   for (hak_segment_t* seg = tail; seg != NULL && n != 0; seg = seg->prev) {
     /* (not in a half backed by huge pages: one page would split it) */
     hak_pset_t pages, take = {{0}};
@@ -511,6 +512,7 @@ static void pool_trim_surplus(size_t n, hak_segment_t* tail) {
       hak_pset_add(&take, i);
     _hak_segment_decommit(seg, &take);
   }
+  return want - n;
 }
 /* now_free: the pool's resident free pages; tail: its last segment (both
  * from the tick's walk). */
@@ -522,13 +524,39 @@ static void pool_age_count(size_t now_free, hak_segment_t* tail) {
   size_t surplus = low > other ? low - other : 0;
   if (surplus > now_free) surplus = now_free;
   if (surplus != 0) {
-    pool_trim_surplus(surplus, tail);
+    surplus = pool_trim_surplus(surplus, tail);
     atomic_fetch_add_explicit(&_hak_stat_pool_surplus, surplus, memory_order_relaxed);
   }
   /* the pages gone now leave both windows' counts */
   size_t gone = surplus << HAK_PAGE_SHIFT;
   pool_low[1] = pool_low[0] == SIZE_MAX ? SIZE_MAX : (pool_low[0] > gone ? pool_low[0] - gone : 0);
   pool_low[0] = hak_load_relaxed(&_hak_retained_bytes);
+}
+
+/* One reserve for the process (bigcache.c, _hak_bigcache_yield): before a
+ * large block faults in `bytes` of new pages, the small tier decommits as
+ * many of its resident free pages: the cached empty segments', then the
+ * pool's that its takes reach last. */
+_Atomic(uint64_t) _hak_stat_pool_yielded;
+void _hak_pool_yield(size_t bytes) {
+  size_t n = hak_align_up(bytes, HAK_OS_PAGE) >> HAK_PAGE_SHIFT;
+  if (n == 0 || hak_load_relaxed(&_hak_retained_bytes) == 0) return;
+  size_t cached = _hak_segment_cache_yield(n);   /* whole empty segments first */
+  atomic_fetch_add_explicit(&_hak_stat_pool_yielded, cached, memory_order_relaxed);
+  if ((n -= cached) == 0) return;
+  hak_lock(&pool_lock);
+  size_t now_free = 0;
+  hak_segment_t* tail = NULL;
+  for (hak_segment_t* seg = pool_avail; seg != NULL; tail = seg, seg = seg->next) now_free += hak_pset_count(&seg->age.dirty);
+  if (n > now_free) n = now_free;
+  if (n != 0) {
+    n = pool_trim_surplus(n, tail);
+    atomic_fetch_add_explicit(&_hak_stat_pool_yielded, n, memory_order_relaxed);
+    size_t gone = n << HAK_PAGE_SHIFT;   /* (gone from the aging count's windows too) */
+    for (int i = 0; i < 2; i++)
+      if (pool_low[i] != SIZE_MAX) pool_low[i] = pool_low[i] > gone ? pool_low[i] - gone : 0;
+  }
+  hak_unlock(&pool_lock);
 }
 
 /* The pool's page clock, process-wide (any heap's release tick and the

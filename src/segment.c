@@ -123,6 +123,26 @@ hak_warm void _hak_segment_cache_decommit(uint64_t delay_ms, uint64_t now_ms) {
   hak_unlock(&seg_lock);
 }
 
+/* One reserve (pool.c, _hak_pool_yield): up to n resident free pages of
+ * cached segments decommitted, from the segments the cache hands out last
+ * (it is last in, first out); how many. */
+size_t _hak_segment_cache_yield(size_t n) {
+  if (n == 0 || hak_load_relaxed(&_hak_seg_cached) == 0) return 0;
+  hak_segment_t* segs[64];
+  size_t ns = 0, done = 0;
+  hak_lock(&seg_lock);
+  for (hak_segment_t* seg = seg_cache; seg != NULL && ns < 64; seg = seg->next) segs[ns++] = seg;
+  while (ns-- > 0 && done < n) {
+    hak_pset_t take = {{0}};
+    const hak_pset_t* dirty = &segs[ns]->age.dirty;
+    for (size_t i = hak_pset_prev(dirty, SIZE_MAX); i != SIZE_MAX && done < n; i = i ? hak_pset_prev(dirty, i - 1) : SIZE_MAX, done++)
+      hak_pset_add(&take, i);
+    _hak_segment_decommit(segs[ns], &take);
+  }
+  hak_unlock(&seg_lock);
+  return done;
+}
+
 /* Map and fault in `bytes` of SuperSlabs into the cache (HAKMEM_PREWARM). */
 void _hak_segments_prewarm(size_t bytes) {
   size_t n = (bytes + HAK_SEG_SIZE - 1) / HAK_SEG_SIZE;

@@ -63,8 +63,8 @@ static void report_large(hak_sbuf_t* sb) {
   uint64_t bh, bm, be;
   size_t bb, bmap;
   _hak_bigcache_stats(&bh, &bm, &be, &bb, &bmap);
-  _hak_sb_add(sb, "bigcache: hits=%llu misses=%llu evictions=%llu bytes=%zu mapped=%zu\n", (unsigned long long)bh,
-         (unsigned long long)bm, (unsigned long long)be, bb, bmap);
+  _hak_sb_add(sb, "bigcache: hits=%llu misses=%llu evictions=%llu bytes=%zu mapped=%zu yielded=%llu\n", (unsigned long long)bh,
+         (unsigned long long)bm, (unsigned long long)be, bb, bmap, (unsigned long long)hak_load_relaxed(&_hak_stat_bigcache_yielded));
 }
 
 static void report_policies(hak_sbuf_t* sb) {
@@ -116,9 +116,10 @@ static void report_pages(hak_sbuf_t* sb) {
   /* where small pages are: in slabs (the heaps'), free in the shared pool
    * (resident, or returned to the OS but still mapped) */
   _hak_sb_add(sb, "pages: in_slabs=%zu pool_free=%zu pool_resident=%zu pool_returned=%zu pool_segments=%zu (4 KiB pages) "
-         "surplus_returned=%llu background=%d\n",
+         "surplus_returned=%llu yielded=%llu background=%d\n",
          (size_t)hak_load_relaxed(&_hak_stat_slab_pages), pfree, pres, pfree - pres, psegs,
-         (unsigned long long)hak_load_relaxed(&_hak_stat_pool_surplus), (int)_hak_background_running());
+         (unsigned long long)hak_load_relaxed(&_hak_stat_pool_surplus),
+         (unsigned long long)hak_load_relaxed(&_hak_stat_pool_yielded), (int)_hak_background_running());
   _hak_sb_add(sb,
          "threads: abandoned segments=%llu slab_pages=%llu; adopted segments=%llu slab_pages=%llu; "
          "reclaimed slabs=%llu slab_pages=%llu; emptied while abandoned segments=%llu; "
@@ -292,6 +293,8 @@ static void figure_counters(hak_figures_t* f) {
   _hak_slots_figures(&f->sampled);
   _hak_guard_figures(&f->guard, &f->guarded, &f->guard_capped, &f->guard_retired, &f->guard_errors);
   f->pool_surplus_pages = hak_load_relaxed(&_hak_stat_pool_surplus);
+  f->pool_yielded_pages = hak_load_relaxed(&_hak_stat_pool_yielded);
+  f->bigcache_yielded = hak_load_relaxed(&_hak_stat_bigcache_yielded);
   f->large_live = (size_t)(f->large_nmalloc - f->large_nfree);
   f->large_allocated = (size_t)hak_load_relaxed(&_hak_stat_large_usable);
   f->large_mapped = (size_t)hak_load_relaxed(&_hak_stat_large_bytes);

@@ -484,6 +484,37 @@ static void t_carve_faults(void) {
   for (size_t i = 0; i < k; i++) free(keep[i]);
 }
 
+/* One reserve for the process (docs/DESIGN.md, "One reserve, all the
+ * same"): 24 MiB of small blocks freed leave the pool's pages resident;
+ * large blocks of as many bytes written then take the place of those pages
+ * rather than add to them, and back: the large blocks freed into the
+ * BigCache make way for small blocks again.  Bounds on RSS and the yield
+ * counts, with huge pages off (a huge page is given back whole or not at
+ * all) and DONTNEED (MADV_FREE's pages stay in RSS until reclaimed). */
+static void t_one_reserve(void) {
+  enum { NS = 24 * 1024, NL = 3 };   /* within the balanced profile's 8 cached segments */
+  static char* s[NS];
+  char* l[NL];
+  for (int i = 0; i < NS; i++) { s[i] = malloc(1000); if (!s[i]) { CHECKF(0, "malloc failed"); return; } memset(s[i], 1, 1000); }
+  for (int i = 0; i < NS; i++) free(s[i]);
+  size_t r1 = ht_rss_kb();
+  for (int i = 0; i < NL; i++) { l[i] = malloc(8 << 20); if (!l[i]) { CHECKF(0, "malloc failed"); return; } memset(l[i], 2, 8 << 20); }
+  size_t r2 = ht_rss_kb();
+  unsigned long long pages = stat_value("pages:", "yielded");
+  printf("one_reserve: small freed %zu KiB, 24 MiB large written %zu KiB, pool pages yielded %llu\n", r1, r2, pages);
+  CHECKF(r2 <= r1 + 4 * 1024, "large blocks added %zu KiB beside the pool's free pages", r2 - r1);
+  CHECKF(pages != ~0ull && pages >= 20 * 256, "the pool yielded %llu pages for 24 MiB", pages);
+  for (int i = 0; i < NL; i++) free(l[i]);
+  size_t r3 = ht_rss_kb();
+  for (int i = 0; i < NS; i++) { s[i] = malloc(1000); if (!s[i]) { CHECKF(0, "malloc failed"); return; } memset(s[i], 3, 1000); }
+  size_t r4 = ht_rss_kb();
+  unsigned long long bytes = stat_value("bigcache:", "yielded");
+  printf("one_reserve: large freed %zu KiB, 24 MiB small written %zu KiB, cached bytes yielded %llu\n", r3, r4, bytes);
+  CHECKF(r4 <= r3 + 4 * 1024, "small blocks added %zu KiB beside the cached large blocks", r4 > r3 ? r4 - r3 : 0);
+  CHECKF(bytes != ~0ull && bytes >= (20ull << 20), "the BigCache yielded %llu bytes for 24 MiB", bytes);
+  for (int i = 0; i < NS; i++) free(s[i]);
+}
+
 int main(int argc, char** argv) {
   const char* t = argc > 1 ? argv[1] : "";
   if (!strcmp(t, "bigcache_hit")) t_bigcache_hit();
@@ -501,6 +532,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(t, "carve_faults")) t_carve_faults();
   else if (!strcmp(t, "cross_class")) t_cross_class();
   else if (!strcmp(t, "exact")) t_exact();
+  else if (!strcmp(t, "one_reserve")) t_one_reserve();
   else if (!strcmp(t, "profile") && argc == 5) t_profile(argv[2], argv[3], atoll(argv[4]));
   else {
     fprintf(stderr, "usage: test-policy SCENARIO\n");

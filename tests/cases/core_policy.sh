@@ -5,7 +5,8 @@
 # faults, growing past it; what kept buffers pin stays within the budget),
 # RSS returning after a 1 GiB live set (lean within 1 s; malloc_trim in every
 # profile), OS calls in steady state, THP modes, the pages a carve of big
-# blocks faults in, profile defaults/overrides.
+# blocks faults in, one reserve (small and large blocks taking turns hold
+# one tier's free memory, not both), profile defaults/overrides.
 # serial: RSS must fall within 1 s; OS-call counts (tests/run.sh -j runs it alone)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,6 +33,7 @@ for m in never auto always; do run HAKMEM_THP=$m $T thp; done
 for p in speed balanced; do run HAKMEM_PROFILE=$p $T carve_faults; done
 run HAKMEM_PROFILE=balanced $T cross_class
 run HAKMEM_PROFILE=balanced $T exact
+run HAKMEM_PROFILE=balanced HAKMEM_THP=never HAKMEM_DECOMMIT=dontneed $T one_reserve
 # profile defaults (speed=0 balanced=1 lean=2) and an explicit override winning
 run HAKMEM_PROFILE=speed $T profile 0 HAKMEM_DECOMMIT 0
 run $T profile 1 HAKMEM_DECOMMIT 2
