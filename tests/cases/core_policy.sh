@@ -33,7 +33,7 @@ for m in never auto always; do run HAKMEM_THP=$m $T thp; done
 for p in speed balanced; do run HAKMEM_PROFILE=$p $T carve_faults; done
 run HAKMEM_PROFILE=balanced $T cross_class
 run HAKMEM_PROFILE=balanced $T exact
-run HAKMEM_PROFILE=balanced HAKMEM_THP=never HAKMEM_DECOMMIT=dontneed $T one_reserve
+run HAKMEM_PROFILE=balanced HAKMEM_THP=never HAKMEM_DECOMMIT=dontneed HAKMEM_DECOMMIT_DELAY_MS=60000 HAKMEM_BIGCACHE_AGE_MS=60000 $T one_reserve   # (no clock gives pages back between the phases on a slow machine)
 # profile defaults (speed=0 balanced=1 lean=2) and an explicit override winning
 run HAKMEM_PROFILE=speed $T profile 0 HAKMEM_DECOMMIT 0
 run $T profile 1 HAKMEM_DECOMMIT 2
