@@ -1058,7 +1058,7 @@ hak_inline void _hak_limit_grow(size_t bytes) {
 }
 void  _hak_batch_flush(void);
 void  _hak_segment_decommit_free_pages(hak_segment_t* seg);
-void  _hak_segment_decommit(hak_segment_t* seg, const hak_pset_t* pages);
+size_t _hak_segment_decommit_top(hak_segment_t* seg, const hak_pset_t* pages, size_t n);
 void  _hak_segment_age(hak_segment_t* seg, uint64_t now, uint64_t delay);
 void  _hak_pages_freed(hak_segment_t* seg, size_t lo, size_t n);
 void  _hak_pages_reused(hak_segment_t* seg, size_t lo, size_t n);

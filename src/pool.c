@@ -504,13 +504,10 @@ static size_t pool_trim_surplus(size_t n, hak_segment_t* tail) {
   size_t want = n;
   for (hak_segment_t* seg = tail; seg != NULL && n != 0; seg = seg->prev) {
     /* (not in a half backed by huge pages: one page would split it) */
-    hak_pset_t pages, take = {{0}};
-    hak_pset_and(&pages, &seg->pool.free_pages, &seg->age.dirty);
+    hak_pset_t pages = seg->pool.free_pages;
     if (seg->thp & 1) hak_pset_del_run(&pages, 0, HAK_PAGES_PER_SEG / 2);
     if (seg->thp & 2) hak_pset_del_run(&pages, HAK_PAGES_PER_SEG / 2, HAK_PAGES_PER_SEG / 2);
-    for (size_t i = hak_pset_prev(&pages, SIZE_MAX); i != SIZE_MAX && n != 0; i = i ? hak_pset_prev(&pages, i - 1) : SIZE_MAX, n--)
-      hak_pset_add(&take, i);
-    _hak_segment_decommit(seg, &take);
+    n -= _hak_segment_decommit_top(seg, &pages, n);
   }
   return want - n;
 }
@@ -540,17 +537,15 @@ static void pool_age_count(size_t now_free, hak_segment_t* tail) {
 _Atomic(uint64_t) _hak_stat_pool_yielded;
 void _hak_pool_yield(size_t bytes) {
   size_t n = hak_align_up(bytes, HAK_OS_PAGE) >> HAK_PAGE_SHIFT;
-  if (n == 0 || hak_load_relaxed(&_hak_retained_bytes) == 0) return;
+  if (n == 0 || hak_opt(DECOMMIT) == HAK_DECOMMIT_OFF || hak_load_relaxed(&_hak_retained_bytes) == 0) return;
   size_t cached = _hak_segment_cache_yield(n);   /* whole empty segments first */
   atomic_fetch_add_explicit(&_hak_stat_pool_yielded, cached, memory_order_relaxed);
   if ((n -= cached) == 0) return;
   hak_lock(&pool_lock);
-  size_t now_free = 0;
-  hak_segment_t* tail = NULL;
-  for (hak_segment_t* seg = pool_avail; seg != NULL; tail = seg, seg = seg->next) now_free += hak_pset_count(&seg->age.dirty);
-  if (n > now_free) n = now_free;
+  hak_segment_t* tail = pool_avail;
+  while (tail != NULL && tail->next != NULL) tail = tail->next;
+  n = pool_trim_surplus(n, tail);
   if (n != 0) {
-    n = pool_trim_surplus(n, tail);
     atomic_fetch_add_explicit(&_hak_stat_pool_yielded, n, memory_order_relaxed);
     size_t gone = n << HAK_PAGE_SHIFT;   /* (gone from the aging count's windows too) */
     for (int i = 0; i < 2; i++)

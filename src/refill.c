@@ -147,8 +147,9 @@ hak_warm static hak_slab_t* heap_slab_new(hak_heap_t* h, size_t cls, size_t req,
       if (*lent != NULL) return NULL;
     }
     _hak_heap_release_tick(h);
-    _hak_limit_grow((size_t)_hak_class_pages[cls] << HAK_PAGE_SHIFT);
-    _hak_bigcache_yield((size_t)_hak_class_pages[cls] << HAK_PAGE_SHIFT);   /* one reserve (bigcache.c) */
+    size_t bytes = (size_t)_hak_class_pages[cls] << HAK_PAGE_SHIFT;
+    _hak_limit_grow(bytes);
+    _hak_bigcache_yield(bytes);   /* one reserve (bigcache.c) */
     s = slab_new(h, cls, PAGES_ANY);
     if (s == NULL && has_segs) ab = _hak_pool_adopt(h, 0, &abmask);
   }

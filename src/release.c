@@ -179,9 +179,16 @@ void _hak_segment_decommit_free_pages(hak_segment_t* seg) {
   hak_pset_t pages = seg->age.dirty;
   decommit_pages(seg, &pages);
 }
-void _hak_segment_decommit(hak_segment_t* seg, const hak_pset_t* pages) {
-  hak_pset_t p;
-  if (hak_pset_and(&p, pages, &seg->age.dirty)) decommit_pages(seg, &p);
+/* Decommit the last n of seg's resident pages among `pages` (the ones the
+ * pool's first-fit takes reach last); how many that is. */
+size_t _hak_segment_decommit_top(hak_segment_t* seg, const hak_pset_t* pages, size_t n) {
+  hak_pset_t p, take = {{0}};
+  size_t k = 0;
+  if (!hak_pset_and(&p, pages, &seg->age.dirty)) return 0;
+  for (size_t i = hak_pset_prev(&p, SIZE_MAX); i != SIZE_MAX && k < n; i = i ? hak_pset_prev(&p, i - 1) : SIZE_MAX, k++)
+    hak_pset_add(&take, i);
+  decommit_pages(seg, &take);
+  return k;
 }
 
 /* A segment's page clock, a snapshot every half delay (3/8 of it, so that a

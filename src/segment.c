@@ -132,13 +132,7 @@ size_t _hak_segment_cache_yield(size_t n) {
   size_t ns = 0, done = 0;
   hak_lock(&seg_lock);
   for (hak_segment_t* seg = seg_cache; seg != NULL && ns < 64; seg = seg->next) segs[ns++] = seg;
-  while (ns-- > 0 && done < n) {
-    hak_pset_t take = {{0}};
-    const hak_pset_t* dirty = &segs[ns]->age.dirty;
-    for (size_t i = hak_pset_prev(dirty, SIZE_MAX); i != SIZE_MAX && done < n; i = i ? hak_pset_prev(dirty, i - 1) : SIZE_MAX, done++)
-      hak_pset_add(&take, i);
-    _hak_segment_decommit(segs[ns], &take);
-  }
+  while (ns-- > 0 && done < n) done += _hak_segment_decommit_top(segs[ns], &segs[ns]->age.dirty, n - done);
   hak_unlock(&seg_lock);
   return done;
 }
